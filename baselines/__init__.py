@@ -1,0 +1,1 @@
+"""GRPO-family trainers for multi-LLM RL: sample table, advantage schemes, policy loss."""

@@ -1,0 +1,24 @@
+"""Building blocks shared by every task: the base class, spaces, action sanitizing, records."""
+
+from llm_marl_envs.core.actions import Action, sanitize_action
+from llm_marl_envs.core.records import EpisodeRecord, StepRecord, TurnResult
+from llm_marl_envs.core.spaces import FreeText, text_observation_space
+from llm_marl_envs.core.text_env import Role, TextCollabEnv, TurnOutcome, render_chat
+from llm_marl_envs.core.wrappers import TextEnvWrapper, make_env_fn, make_parallel_env_fn
+
+__all__ = [
+    "Action",
+    "EpisodeRecord",
+    "FreeText",
+    "Role",
+    "StepRecord",
+    "TextCollabEnv",
+    "TextEnvWrapper",
+    "TurnOutcome",
+    "TurnResult",
+    "make_env_fn",
+    "make_parallel_env_fn",
+    "render_chat",
+    "sanitize_action",
+    "text_observation_space",
+]

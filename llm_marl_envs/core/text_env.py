@@ -1,0 +1,344 @@
+"""The base class of every text collaboration task: a PettingZoo AEC environment for a Dec-POMDP.
+
+A text collaboration task is a decentralized POMDP ``<I, S, {O_i}, {A_i}, R, T, H>``:
+
+==============  ==========================================================================
+Dec-POMDP       Here
+==============  ==========================================================================
+``I``           ``possible_agents`` -- one named :class:`Role` per agent (``roles``).
+``S``           the task's hidden state (problem instance, tree, index...) plus every agent's
+                history; :meth:`TextCollabEnv.state` renders it for centralized critics.
+``O_i``         agent ``i``'s own chat history only: its role instructions (system message),
+                whatever the task hands *it* (:meth:`tell`), and its own past answers.
+                :meth:`observe` gives it as text, :meth:`observe_chat` as chat messages.
+``A_i``         free text (:class:`~llm_marl_envs.core.spaces.FreeText`); any value passed to
+                ``step`` is sanitized, never rejected, and problems become format issues.
+``R``           one joint team reward per turn, given to every agent in ``rewards``; its
+                components (and per-agent credit where the task defines it) are in
+                ``infos[agent]["reward_components"]``.
+``T``           the task's hooks: :meth:`_on_action` and :meth:`_end_turn`.
+``H``           ``max_turns``: reaching it truncates the episode; the task may terminate
+                earlier (all tests pass, an answer was given...).
+==============  ==========================================================================
+
+Turn schedule: at the start of every turn the task lists who acts (:meth:`_turn_agents`,
+all agents by default); they act one after the other in that order (a task may add agents
+to the running turn with :meth:`schedule`); when the queue is empty the turn ends, the task
+scores it and either ends the episode or starts the next turn. What an agent may see of
+the others' answers within a turn is entirely the task's choice through :meth:`tell`
+("blind" parallel play simply tells nothing until the turn is over).
+
+Writing a task means implementing three hooks -- :meth:`_setup` (draw an instance, hand out
+first observations), :meth:`_on_action` (take one agent's answer) and :meth:`_end_turn`
+(score the turn) -- and optionally :meth:`_begin_turn`, :meth:`_turn_agents`, :meth:`_hidden_state`,
+:meth:`return_range` and :meth:`coalition_value` (counterfactual credit, for SHARP).
+
+Branching contract (:meth:`clone`): a clone is a deep copy of the episode at this exact
+point -- histories, RNG state, queue, record -- so stepping the clone never changes the
+original and vice versa. Heavy read-only or thread-safe resources listed in
+``shared_attributes`` (a sandbox pool, a retrieval index, a dataset) are shared, not copied.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+from pettingzoo import AECEnv
+
+from llm_marl_envs.core.actions import Action, sanitize_action
+from llm_marl_envs.core.records import ChatMessage, EpisodeRecord, StepRecord, TurnResult
+from llm_marl_envs.core.spaces import FreeText, text_observation_space
+
+
+@dataclass(frozen=True)
+class Role:
+    """A named agent and the instructions it is given as its system message."""
+
+    name: str
+    instructions: str
+
+
+@dataclass
+class TurnOutcome:
+    """What a task returns when a turn ends.
+
+    ``reward`` is the joint team reward of the turn (before the base class adds the format
+    penalty); ``components`` explain it; ``agent_components`` hold per-agent terms
+    (credit, tool validity...) that go into that agent's ``reward_components`` only.
+    """
+
+    reward: float
+    components: dict[str, float] = field(default_factory=dict)
+    agent_components: dict[str, dict[str, float]] = field(default_factory=dict)
+    terminated: bool = False
+
+
+_ELLIPSIS = "\n[... {n} characters omitted ...]\n"
+
+
+class TextCollabEnv(AECEnv):
+    """Base class for text-based Dec-POMDP collaboration tasks (see the module docstring)."""
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "human"],
+        "name": "text_collab",
+        "is_parallelizable": False,
+    }
+    #: attributes shared (not deep-copied) between an env and its clones
+    shared_attributes: ClassVar[tuple[str, ...]] = ()
+    #: counterfactual re-scoring modes supported by :meth:`coalition_value` ("rescore", ...)
+    counterfactual_modes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        roles: Sequence[Role],
+        *,
+        max_turns: int = 1,
+        max_action_chars: int = 16_384,
+        max_observation_chars: int = 1_000_000,
+        format_penalty: float = 0.0,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        if not roles:
+            raise ValueError("a task needs at least one role")
+        names = [r.name for r in roles]
+        if len(set(names)) != len(names):
+            raise ValueError(f"role names must be unique, got {names}")
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
+        self.roles: dict[str, Role] = {r.name: r for r in roles}
+        self.possible_agents: list[str] = names
+        self.max_turns = max_turns
+        self.max_action_chars = max_action_chars
+        self.max_observation_chars = max_observation_chars
+        self.format_penalty = format_penalty
+        self.render_mode = render_mode
+        self.action_spaces = {a: FreeText(max_action_chars) for a in names}
+        self.observation_spaces = {a: text_observation_space(max_observation_chars) for a in names}
+        self.state_space = FreeText(10 * max_observation_chars)
+        self._np_random: np.random.Generator = np.random.default_rng()
+        self.agents: list[str] = []
+        self.turn = 0
+        self._histories: dict[str, list[ChatMessage]] = {}
+        self._obs_cache: dict[str, str] = {}
+        self._queue: deque[str] = deque()
+        self._turn_issues: dict[str, list[str]] = {}
+        self._transcript: list[str] = []
+        self.record = EpisodeRecord()
+
+    # ------------------------------------------------------------------ PettingZoo API
+    def observation_space(self, agent: str):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str):
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is not None:
+            self._np_random = np.random.default_rng(seed)
+            for i, agent in enumerate(self.possible_agents):
+                self.action_spaces[agent].seed(seed + i)
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+        self.turn = 0
+        self._histories = {
+            a: [{"role": "system", "content": self.roles[a].instructions}] for a in self.agents
+        }
+        self._obs_cache = {}
+        self._turn_issues = {a: [] for a in self.agents}
+        self._transcript = []
+        self.record = EpisodeRecord()
+        self._setup(self._np_random, options or {})
+        self._start_turn()
+
+    def observe(self, agent: str) -> dict[str, str]:
+        text = self._obs_cache.get(agent)
+        if text is None:
+            text = self._fit(render_chat(self._histories[agent]), self.max_observation_chars)
+            self._obs_cache[agent] = text
+        return {"text": text}
+
+    def observe_chat(self, agent: str) -> list[ChatMessage]:
+        """Agent ``agent``'s observation as chat messages, ready for a chat template."""
+        return [dict(m) for m in self._histories[agent]]
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        act = sanitize_action(action, self.max_action_chars)
+        self.record.steps.append(
+            StepRecord(self.turn, agent, self.observe_chat(agent), act.text, list(act.issues))
+        )
+        self._histories[agent].append({"role": "assistant", "content": act.text})
+        self._obs_cache.pop(agent, None)
+        self._transcript.append(f"[turn {self.turn}] {agent}: {self._fit(act.text, 2000)}")
+        self._turn_issues[agent].extend(act.issues)
+        self._on_action(agent, act)
+        self._queue.popleft()
+        if self._queue:
+            self.agent_selection = self._queue[0]
+        else:
+            self._finish_turn()
+        self._accumulate_rewards()
+        if self.render_mode == "human" and self.record.done:
+            self.render()
+
+    def state(self) -> str:
+        """The global state (for centralized training): hidden task state + full transcript."""
+        return f"{self._hidden_state()}\n\n{self.transcript()}"
+
+    def render(self) -> str | None:
+        text = self.transcript()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ helpers for tasks
+    @property
+    def np_random(self) -> np.random.Generator:
+        return self._np_random
+
+    def tell(self, agent: str, text: str) -> None:
+        """Hand ``text`` to ``agent`` only (a user message in its chat)."""
+        self._histories[agent].append({"role": "user", "content": text})
+        self._obs_cache.pop(agent, None)
+        self._transcript.append(f"[turn {self.turn}] -> {agent}: {self._fit(text, 2000)}")
+
+    def schedule(self, agent: str) -> None:
+        """Let ``agent`` act later in the current turn (after those already queued)."""
+        if agent not in self.possible_agents:
+            raise KeyError(f"unknown agent {agent!r}")
+        self._queue.append(agent)
+
+    def flag_format(self, agent: str, issue: str) -> None:
+        """Record a format problem in ``agent``'s last answer (penalized at turn end)."""
+        self._turn_issues[agent].append(issue)
+        if self.record.steps and self.record.steps[-1].agent == agent:
+            self.record.steps[-1].format_issues.append(issue)
+
+    def clone(self) -> TextCollabEnv:
+        """An independent copy of this episode at this point (see the branching contract)."""
+        memo = {id(getattr(self, n)): getattr(self, n) for n in self.shared_attributes if hasattr(self, n)}
+        return copy.deepcopy(self, memo)
+
+    def transcript(self) -> str:
+        """Everything said so far, in order, with the turn rewards."""
+        return "\n".join(self._transcript)
+
+    # ------------------------------------------------------------------ hooks for tasks
+    def _setup(self, rng: np.random.Generator, options: dict) -> None:
+        """Draw a task instance and :meth:`tell` each agent its first observation."""
+        raise NotImplementedError
+
+    def _begin_turn(self) -> None:
+        """Called at the start of every turn (after :meth:`_setup` for the first one)."""
+
+    def _turn_agents(self) -> list[str]:
+        """Who acts this turn, in order. Default: every agent, in ``possible_agents`` order."""
+        return list(self.agents)
+
+    def _on_action(self, agent: str, action: Action) -> None:
+        """Take ``agent``'s sanitized answer. Use :meth:`tell`, :meth:`schedule`, :meth:`flag_format`."""
+        raise NotImplementedError
+
+    def _end_turn(self) -> TurnOutcome:
+        """Score the finished turn, give feedback with :meth:`tell`, decide termination."""
+        raise NotImplementedError
+
+    def _hidden_state(self) -> str:
+        """Task state the agents do not see (for :meth:`state`)."""
+        return ""
+
+    def return_range(self) -> tuple[float, float]:
+        """The (minimum, maximum) episode return under this configuration."""
+        raise NotImplementedError
+
+    def coalition_value(self, unmasked: frozenset[str], mode: str = "rescore") -> float:
+        """Team reward of the finished episode if only ``unmasked`` agents had contributed.
+
+        Agents outside ``unmasked`` have their contributions replaced by the task's neutral
+        placeholder. Needed for SHARP's marginal and Shapley credit; tasks that support it
+        list the modes in ``counterfactual_modes``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not support counterfactual masking")
+
+    # ------------------------------------------------------------------ internals
+    def _start_turn(self) -> None:
+        self._begin_turn()
+        order = [a for a in self._turn_agents() if a in self.agents]
+        if not order:
+            raise RuntimeError(f"{type(self).__name__}._turn_agents() scheduled nobody")
+        self._queue = deque(order)
+        self.agent_selection = order[0]
+
+    def _finish_turn(self) -> None:
+        outcome = self._end_turn()
+        flagged = [a for a in self.agents if self._turn_issues[a]]
+        penalty = self.format_penalty * len(flagged)
+        team = float(outcome.reward) + penalty
+        components = dict(outcome.components)
+        components["format_penalty"] = penalty
+        self.record.turns.append(
+            TurnResult(self.turn, team, components, {a: dict(c) for a, c in outcome.agent_components.items()})
+        )
+        for step in self.record.steps:
+            if step.turn == self.turn:
+                step.reward = team
+                step.reward_components = components | outcome.agent_components.get(step.agent, {})
+        for a in self.agents:
+            self.rewards[a] = team
+            self.infos[a] = {
+                "turn": self.turn,
+                "reward_components": components | outcome.agent_components.get(a, {}),
+                "format_issues": list(self._turn_issues[a]),
+            }
+            self._turn_issues[a] = []
+        self._transcript.append(f"[turn {self.turn}] team reward {team:+.3f} {_fmt(components)}")
+        self.turn += 1
+        if outcome.terminated or self.turn >= self.max_turns:
+            flags = self.terminations if outcome.terminated else self.truncations
+            for a in self.agents:
+                flags[a] = True
+            self.record.terminated = outcome.terminated
+            self.record.truncated = not outcome.terminated
+            self.agent_selection = self.agents[0]
+        else:
+            self._start_turn()
+
+    @staticmethod
+    def _fit(text: str, limit: int) -> str:
+        if len(text) <= limit:
+            return text
+        keep = max(limit - 64, 0)
+        head, tail = keep // 2, keep - keep // 2
+        return text[:head] + _ELLIPSIS.format(n=len(text) - head - tail) + text[len(text) - tail :]
+
+
+def render_chat(messages: Sequence[ChatMessage]) -> str:
+    """Plain-text form of a chat: ``[role]`` headers followed by the content."""
+    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
+
+
+def _fmt(components: dict[str, float]) -> str:
+    return "(" + ", ".join(f"{k}={v:+.3g}" for k, v in components.items()) + ")"

@@ -1,0 +1,99 @@
+"""The registry of tasks: one place that lists every environment of the suite.
+
+``make(name, **kwargs)`` builds a wrapped environment; ``list_envs()`` lists names;
+``spec(name)`` returns the :class:`EnvSpec` with everything the compliance tests and the
+trainers need to know about a task (its module, its scripted policies, fast test settings).
+Users add their own tasks with :func:`register`; the compliance suite in ``tests/`` is
+parametrized over this registry, so a registered task is checked automatically.
+
+A task module follows PettingZoo's layout: ``raw_env`` (the class), ``env(**kwargs)``,
+``parallel_env(**kwargs)`` where parallelizable, plus ``best_policy(env, agent) -> str``
+(a scripted policy that reaches the task's maximum return) and
+``random_policy(env, agent, rng) -> str``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import MappingProxyType, ModuleType
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A registered task."""
+
+    name: str  #: "<family>/<name>_v<version>"
+    module: str  #: import path of the task module (PettingZoo layout)
+    summary: str  #: one line for listings
+    parallelizable: bool = False  #: whether ``parallel_env()`` works with default kwargs
+    test_kwargs: Mapping[str, Any] = field(default_factory=dict)  #: small, fast settings for tests
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+    def make(self, **kwargs: Any):
+        return self.load().env(**kwargs)
+
+
+_BUILTIN: tuple[EnvSpec, ...] = (
+    EnvSpec(
+        name="toy/signal_game_v0",
+        module="llm_marl_envs.toy.signal_game_v0",
+        summary="speaker/listener referential game; the fast check for trainers",
+    ),
+)
+
+
+class Registry:
+    """A name -> :class:`EnvSpec` mapping with registration."""
+
+    def __init__(self, specs: tuple[EnvSpec, ...] = ()) -> None:
+        self._specs: dict[str, EnvSpec] = {}
+        for s in specs:
+            self.register(s)
+
+    def register(self, spec: EnvSpec, *, overwrite: bool = False) -> None:
+        family, _, rest = spec.name.partition("/")
+        if not family or not rest or "_v" not in rest:
+            raise ValueError(f"task names look like '<family>/<name>_v<N>', got {spec.name!r}")
+        if spec.name in self._specs and not overwrite:
+            raise ValueError(f"{spec.name!r} is already registered (pass overwrite=True to replace)")
+        self._specs[spec.name] = spec
+
+    def spec(self, name: str) -> EnvSpec:
+        try:
+            return self._specs[name]
+        except KeyError:
+            raise KeyError(f"unknown environment {name!r}; known: {sorted(self._specs)}") from None
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def specs(self) -> Mapping[str, EnvSpec]:
+        return MappingProxyType(self._specs)
+
+
+#: the suite's registry (built-in tasks plus whatever users register)
+registry = Registry(_BUILTIN)
+
+
+def register(spec: EnvSpec, *, overwrite: bool = False) -> None:
+    """Add a task to the suite's registry."""
+    registry.register(spec, overwrite=overwrite)
+
+
+def make(name: str, **kwargs: Any):
+    """Build the wrapped environment registered as ``name`` with ``kwargs``."""
+    return registry.spec(name).make(**kwargs)
+
+
+def list_envs() -> list[str]:
+    """Names of every registered task."""
+    return registry.names()
+
+
+def spec(name: str) -> EnvSpec:
+    """The :class:`EnvSpec` of ``name``."""
+    return registry.spec(name)

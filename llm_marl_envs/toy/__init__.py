@@ -1,0 +1,1 @@
+"""Toy tasks: tiny, fast environments for checking trainers end to end."""

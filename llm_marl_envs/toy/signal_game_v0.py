@@ -1,0 +1,164 @@
+"""``toy/signal_game_v0``: a speaker/listener referential game, the fast check for trainers.
+
+Each round the ``speaker`` sees ``n_candidates`` words and which one is the target, and
+sends a message of at most ``message_length`` words. The ``listener`` sees only the
+message and the candidates (in its own random order, so position carries no signal) and
+names the target. Joint reward: 1 per round in which the listener named the target and
+nothing else; 0 otherwise. Observations are a few words long, so a tiny model can learn
+the game on a CPU in minutes.
+
+Format issues (reported in ``infos[agent]["format_issues"]``, penalized by
+``format_penalty`` per agent, 0 by default): a message longer than ``message_length``
+words (cut), a listener answer naming no candidate or several candidates.
+
+Counterfactual masking ("rescore"): with the speaker masked the listener gets no message
+and the round is worth its chance value ``1 / n_candidates``; with the listener masked
+there is no answer and the round is worth 0.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from llm_marl_envs.core import (
+    Action,
+    Role,
+    TextCollabEnv,
+    TurnOutcome,
+    make_env_fn,
+)
+
+DEFAULT_WORDS: tuple[str, ...] = (
+    "apple", "boat", "cat", "drum", "egg", "fish", "goat", "hat",
+    "ink", "jar", "kite", "lamp", "moon", "nut", "owl", "pen",
+)  # fmt: skip
+
+SPEAKER_INSTRUCTIONS = "You are the speaker. Tell the listener which candidate is the target."
+LISTENER_INSTRUCTIONS = "You are the listener. Answer with the candidate the speaker means."
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-cased words of ``text`` (letters and digits only)."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+class raw_env(TextCollabEnv):
+    """Speaker/listener signalling game.
+
+    Args:
+        n_candidates: candidates shown each round (2 <= n <= len(words)).
+        message_length: maximum words in the speaker's message.
+        n_rounds: rounds per episode (each round is one turn: speaker, then listener).
+        words: the vocabulary candidates are drawn from.
+        format_penalty: added to the team reward once per agent with a format issue.
+        render_mode: "ansi" or "human".
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "signal_game_v0", "is_parallelizable": False}
+    counterfactual_modes = ("rescore",)
+
+    def __init__(
+        self,
+        n_candidates: int = 4,
+        message_length: int = 2,
+        n_rounds: int = 1,
+        words: tuple[str, ...] = DEFAULT_WORDS,
+        format_penalty: float = 0.0,
+        max_action_chars: int = 4096,
+        render_mode: str | None = None,
+    ) -> None:
+        words = tuple(dict.fromkeys(w.lower() for w in words))
+        if not 2 <= n_candidates <= len(words):
+            raise ValueError(f"n_candidates must be in [2, {len(words)}], got {n_candidates}")
+        if any(words_of(w) != [w] for w in words):
+            raise ValueError("each vocabulary entry must be a single word of letters or digits")
+        if message_length < 1 or n_rounds < 1:
+            raise ValueError("message_length and n_rounds must be >= 1")
+        super().__init__(
+            [Role("speaker", SPEAKER_INSTRUCTIONS), Role("listener", LISTENER_INSTRUCTIONS)],
+            max_turns=n_rounds,
+            max_action_chars=max_action_chars,
+            format_penalty=format_penalty,
+            render_mode=render_mode,
+        )
+        self.n_candidates = n_candidates
+        self.message_length = message_length
+        self.n_rounds = n_rounds
+        self.words = words
+        self.candidates: list[str] = []
+        self.target = ""
+        self.message = ""
+        self.guess: str | None = None
+        self.outcomes: list[bool] = []
+
+    def _setup(self, rng: np.random.Generator, options: dict) -> None:
+        self.outcomes = []
+
+    def _begin_turn(self) -> None:
+        rng = self.np_random
+        picks = rng.choice(len(self.words), size=self.n_candidates, replace=False)
+        self.candidates = [self.words[i] for i in picks]
+        self.target = self.candidates[int(rng.integers(self.n_candidates))]
+        self.message, self.guess = "", None
+        self.tell("speaker", f"candidates: {' '.join(self.candidates)}\ntarget: {self.target}")
+
+    def _on_action(self, agent: str, action: Action) -> None:
+        if agent == "speaker":
+            words = words_of(action.text)
+            if len(words) > self.message_length:
+                self.flag_format(agent, f"message of {len(words)} words cut to {self.message_length}")
+            self.message = " ".join(words[: self.message_length])
+            shown = list(self.np_random.permutation(self.candidates))
+            self.tell("listener", f"candidates: {' '.join(shown)}\nmessage: {self.message}")
+            return
+        named = list(dict.fromkeys(w for w in words_of(action.text) if w in self.candidates))
+        if len(named) == 1:
+            self.guess = named[0]
+        else:
+            self.flag_format(agent, "named no candidate" if not named else f"named {len(named)} candidates")
+
+    def _end_turn(self) -> TurnOutcome:
+        correct = self.guess == self.target
+        self.outcomes.append(correct)
+        result = "correct" if correct else f"wrong, target was {self.target}"
+        for agent in self.agents:
+            self.tell(agent, f"result: {result}")
+        last_round = len(self.outcomes) >= self.n_rounds
+        return TurnOutcome(float(correct), {"correct": float(correct)}, terminated=last_round)
+
+    def _hidden_state(self) -> str:
+        return f"candidates: {' '.join(self.candidates)}; target: {self.target}; outcomes: {self.outcomes}"
+
+    def return_range(self) -> tuple[float, float]:
+        return (self.format_penalty * 2 * self.n_rounds if self.format_penalty < 0 else 0.0, float(self.n_rounds))
+
+    def coalition_value(self, unmasked: frozenset[str], mode: str = "rescore") -> float:
+        if mode not in self.counterfactual_modes:
+            raise ValueError(f"unsupported counterfactual mode {mode!r}; supported: {self.counterfactual_modes}")
+        if "listener" not in unmasked:
+            return 0.0
+        if "speaker" not in unmasked:
+            return len(self.outcomes) / self.n_candidates
+        return float(sum(self.outcomes))
+
+
+env = make_env_fn(raw_env)
+
+
+def best_policy(env, agent: str) -> str:
+    """Optimal play from the agent's own observation only: name the target / echo the message."""
+    text = env.observe(agent)["text"]
+    last = text.rsplit("candidates:", 1)[-1]
+    key = "target:" if agent == "speaker" else "message:"
+    return last.split(key, 1)[1].split("\n", 1)[0].strip()
+
+
+def random_policy(env, agent: str, rng: np.random.Generator) -> str:
+    """The speaker says a random candidate, the listener names a random candidate."""
+    text = env.observe(agent)["text"]
+    candidates = text.rsplit("candidates:", 1)[-1].split("\n", 1)[0].split()
+    return str(candidates[int(rng.integers(len(candidates)))])
