@@ -43,6 +43,21 @@ _BUILTIN: tuple[EnvSpec, ...] = (
         module="llm_marl_envs.toy.signal_game_v0",
         summary="speaker/listener referential game; the fast check for trainers",
     ),
+    EnvSpec(
+        name="code/helper_main_v0",
+        module="llm_marl_envs.code.helper_main_v0",
+        summary="helper + main agents write one Python solution together (MAGRPO)",
+    ),
+    EnvSpec(
+        name="search/planner_worker_v0",
+        module="llm_marl_envs.search.planner_worker_v0",
+        summary="planner + search workers answer multi-hop questions over BM25 (Dr. MAS, SHARP)",
+    ),
+    EnvSpec(
+        name="code/tree_search_v0",
+        module="llm_marl_envs.code.tree_search_v0",
+        summary="agents grow one search tree of candidate programs per problem (MARS2)",
+    ),
 )
 
 

@@ -1,0 +1,127 @@
+"""Grouping and group normalization shared by every scheme (vectorized numpy).
+
+    A_i = (v_i - mean_{g(i)} v) / (std_{g(i)} v + eps)      scale_by_std=True
+    A_i =  v_i - mean_{g(i)} v                              scale_by_std=False
+
+Degenerate groups (decided exactly, before any arithmetic):
+- size 1: ``singleton="zero"`` gives A = 0 (default, safe); ``"passthrough"`` reproduces
+  the verl / Dr. MAS quirk mean = 0, std = 1, i.e. A = v / (1 + eps) (A = v without std).
+- size >= 2 with all values equal (zero variance): A = 0 exactly.
+``drop_zero_variance=True`` (DAPO) marks the rows of those groups ``keep=False``; a
+passthrough singleton is kept, since it carries the raw reward as signal (as in verl).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from baselines.advantages.config import AdvantageConfig, AdvantageResult, Singleton
+
+
+def group_index(*keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense int64 group id per row for the composite key ``keys`` (one array per key column).
+
+    Each column is coded with ``np.unique(..., return_inverse=True)``, then the codes are
+    combined pairwise and re-coded, so ids follow the lexicographic order of the key tuples.
+    """
+    if not keys:
+        raise ValueError("group_index needs at least one key column")
+    n = len(keys[0])
+    codes = np.zeros(n, dtype=np.int64)
+    n_groups = 1 if n else 0
+    for key in keys:
+        key = np.asarray(key)
+        if key.shape != (n,):
+            raise ValueError(f"key columns must all have shape ({n},), got {key.shape}")
+        uniq, inv = np.unique(key, return_inverse=True)
+        _, codes = np.unique(codes * len(uniq) + inv.reshape(-1), return_inverse=True)
+        codes = codes.reshape(-1).astype(np.int64)
+        n_groups = int(codes.max()) + 1 if n else 0
+    return codes, n_groups
+
+
+def group_normalize(
+    values: np.ndarray,
+    groups: np.ndarray,
+    *,
+    eps: float = 1e-6,
+    scale_by_std: bool = True,
+    unbiased_std: bool = False,
+    singleton: Singleton = "zero",
+    drop_zero_variance: bool = False,
+    expected_group_size: int | None = None,
+) -> AdvantageResult:
+    """Normalize ``values`` within the groups given by integer labels ``groups``."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or np.shape(groups) != values.shape:
+        raise ValueError(f"values {values.shape} and groups {np.shape(groups)} must be equal 1-D shapes")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values to normalize must be finite")
+    if singleton not in ("zero", "passthrough"):
+        raise ValueError(f"singleton must be 'zero' or 'passthrough', got {singleton!r}")
+    _, g = np.unique(np.asarray(groups), return_inverse=True)
+    g = g.reshape(-1)
+    n_groups = int(g.max()) + 1 if g.size else 0
+
+    count = np.bincount(g, minlength=n_groups)
+    if expected_group_size is not None and np.any(count != expected_group_size):
+        sizes = sorted(set(count.tolist()))
+        raise ValueError(f"every group must hold {expected_group_size} rows, found sizes {sizes}")
+    mean = np.bincount(g, weights=values, minlength=n_groups) / np.maximum(count, 1)
+    centered = values - mean[g]
+    ddof = 1 if unbiased_std else 0
+    sq = np.bincount(g, weights=centered**2, minlength=n_groups)
+    std = np.sqrt(sq / np.maximum(count - ddof, 1))
+
+    gmax = np.full(n_groups, -np.inf)
+    gmin = np.full(n_groups, np.inf)
+    np.maximum.at(gmax, g, values)
+    np.minimum.at(gmin, g, values)
+    is_single = count == 1
+    is_flat = (count >= 2) & (gmax == gmin)
+
+    adv = centered / (std[g] + eps) if scale_by_std else centered
+    adv[is_flat[g]] = 0.0
+    single_rows = is_single[g]
+    if singleton == "passthrough":
+        adv[single_rows] = values[single_rows] / (1.0 + eps) if scale_by_std else values[single_rows]
+    else:
+        adv[single_rows] = 0.0
+
+    dead = is_flat | (is_single if singleton == "zero" else np.zeros_like(is_single))
+    keep = ~dead[g] if drop_zero_variance else np.ones(len(values), dtype=bool)
+    stats = _stats(values, adv, keep, count, is_single, is_flat)
+    return AdvantageResult(advantages=adv, keep=keep, groups=g.astype(np.int64), values=values, stats=stats)
+
+
+def normalize_with_config(
+    values: np.ndarray, groups: np.ndarray, config: AdvantageConfig, *, scale_default: bool = True
+) -> AdvantageResult:
+    """:func:`group_normalize` with the shared options of ``config``."""
+    return group_normalize(
+        values,
+        groups,
+        eps=config.eps,
+        scale_by_std=config.scale(scale_default),
+        unbiased_std=config.unbiased_std,
+        singleton=config.singleton,
+        drop_zero_variance=config.drop_zero_variance,
+        expected_group_size=config.expected_group_size,
+    )
+
+
+def _stats(values, adv, keep, count, is_single, is_flat) -> dict[str, float]:
+    n = len(values)
+    return {
+        "n_rows": float(n),
+        "n_groups": float(len(count)),
+        "group_size_mean": float(count.mean()) if len(count) else 0.0,
+        "n_singleton_groups": float(is_single.sum()),
+        "n_zero_variance_groups": float(is_flat.sum()),
+        "keep_frac": float(keep.mean()) if n else 1.0,
+        "value_mean": float(values.mean()) if n else 0.0,
+        "value_std": float(values.std()) if n else 0.0,
+        "adv_mean": float(adv.mean()) if n else 0.0,
+        "adv_std": float(adv.std()) if n else 0.0,
+        "adv_abs_max": float(np.abs(adv).max()) if n else 0.0,
+    }
