@@ -7,8 +7,13 @@ components. Pure Python + numpy, no torch.
 Tree conventions (MAGRPO, AT-GRPO, MARS2):
 - ``node`` is the id of the tree node this row's (joint) action created, unique within one
   ``(task, episode)``; ``-1`` when the rollout has no tree.
-- ``parent`` is the node whose state the row was generated from; ``-1`` for the episode's
-  initial state (the root). Rows generated from the same state are *siblings*.
+- ``parent`` is the node whose state the row was generated from; ``-1`` for the task's
+  initial state (the root), which every episode of the task shares. Rows generated from the
+  same state are *siblings* (MAGRPO / AT-GRPO groups). A row generated after another agent's
+  output in the same episode must name that output's node as its parent, or carry an
+  explicit ``group`` id; otherwise it counts as generated from the initial state.
+- ``group`` is an explicit sibling-group id set by the sampler (e.g. the AT-GRPO state id);
+  where it is non-empty it replaces the parent-based sibling key.
 - ``reward`` is the joint team reward of the node (or episode) the row belongs to; every row
   of one node carries the same value.
 

@@ -77,6 +77,11 @@ class Registry:
             raise ValueError(f"{spec.name!r} is already registered (pass overwrite=True to replace)")
         self._specs[spec.name] = spec
 
+    def unregister(self, name: str) -> None:
+        """Remove a task (tests and notebooks that register temporary tasks use this)."""
+        self.spec(name)
+        del self._specs[name]
+
     def spec(self, name: str) -> EnvSpec:
         try:
             return self._specs[name]

@@ -9,14 +9,16 @@ from baselines.samples import SampleTable
 
 
 def sibling_key(table: SampleTable) -> np.ndarray:
-    """Id of the state each row was generated from, within a task.
+    """Id of the state each row was generated from, within a task (combine with ``task``).
 
-    The sampler's explicit ``group`` id where it is set, else ``(episode, parent)``
-    (``parent = -1``: the episode's initial state). Combine with ``task`` in a scheme key.
+    - the sampler's explicit ``group`` id where it is set;
+    - else ``parent = -1``: the task's initial state, shared by every episode of the task;
+    - else ``(episode, parent)``: the tree node the row was generated from.
     """
     pair, n_pair = group_index(table.episode, table.parent)
     named, _ = group_index(table.group)
-    return np.where(table.group != "", n_pair + named, pair)
+    from_tree = np.where(table.parent < 0, n_pair, pair)
+    return np.where(table.group != "", n_pair + 1 + named, from_tree)
 
 
 def lookup_nodes(

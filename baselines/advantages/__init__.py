@@ -1,0 +1,68 @@
+"""Advantage schemes: one function per scheme, ``fn(table, config) -> AdvantageResult``.
+
+    from baselines.advantages import AdvantageConfig, compute_advantages
+    result = compute_advantages(table, "dr_mas", AdvantageConfig())
+    result.advantages, result.keep, result.groups, result.values, result.stats
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from baselines.advantages.at_grpo import at_grpo
+from baselines.advantages.config import AdvantageConfig, AdvantageResult
+from baselines.advantages.dr_mas import AgentRewardStats, agent_reward_stats, agent_stats_log, dr_mas
+from baselines.advantages.grpo import grpo
+from baselines.advantages.magrpo import magrpo, magrpo_returns
+from baselines.advantages.mars2 import mars2, overlong_penalty, tree_shaping
+from baselines.advantages.normalize import group_index, group_normalize
+from baselines.advantages.sharp import sharp, sharp_rewards
+from baselines.samples import SampleTable
+
+AdvantageFn = Callable[[SampleTable, AdvantageConfig], AdvantageResult]
+
+#: name -> scheme; read-only constant
+ADVANTAGE_SCHEMES: Mapping[str, AdvantageFn] = MappingProxyType(
+    {
+        "grpo": grpo,
+        "magrpo": magrpo,
+        "at_grpo": at_grpo,
+        "mars2": mars2,
+        "dr_mas": dr_mas,
+        "sharp": sharp,
+    }
+)
+
+
+def compute_advantages(
+    table: SampleTable, scheme: str, config: AdvantageConfig | None = None
+) -> AdvantageResult:
+    """Run the scheme called ``scheme`` (a key of ``ADVANTAGE_SCHEMES``) on ``table``."""
+    if scheme not in ADVANTAGE_SCHEMES:
+        raise ValueError(f"unknown advantage scheme {scheme!r}; known: {sorted(ADVANTAGE_SCHEMES)}")
+    return ADVANTAGE_SCHEMES[scheme](table, config or AdvantageConfig())
+
+
+__all__ = [
+    "ADVANTAGE_SCHEMES",
+    "AdvantageConfig",
+    "AdvantageFn",
+    "AdvantageResult",
+    "AgentRewardStats",
+    "agent_reward_stats",
+    "agent_stats_log",
+    "at_grpo",
+    "compute_advantages",
+    "dr_mas",
+    "grpo",
+    "group_index",
+    "group_normalize",
+    "magrpo",
+    "magrpo_returns",
+    "mars2",
+    "overlong_penalty",
+    "sharp",
+    "sharp_rewards",
+    "tree_shaping",
+]

@@ -1,0 +1,194 @@
+"""Tiny local language models for tests and CPU experiments (no network, no hub).
+
+:func:`build_tiny_model` writes a directory that loads back through the ordinary
+``AutoTokenizer.from_pretrained`` / ``AutoModelForCausalLM.from_pretrained`` path:
+
+* a tokenizer defined here with the HF ``tokenizers`` library, wrapped as a
+  ``PreTrainedTokenizerFast`` with ``<s>``/``</s>``/``<pad>``/``<unk>`` and role tokens, and a
+  jinja chat template (system / user / assistant, ``add_generation_prompt``):
+
+  - ``"word"``: one token per word, punctuation mark and whitespace character found in
+    ``texts`` (plus ``extra_words``); decoding concatenates tokens, so any text made of
+    known words round-trips exactly and every vocabulary word is a single token
+    (``"cat"`` decodes to ``"cat"``). Unknown words become ``<unk>`` (dropped when decoding
+    with ``skip_special_tokens``).
+  - ``"bpe"``: a byte-level BPE trained in memory on ``texts``; any text round-trips.
+
+* a small Qwen2 or Llama config with random weights (seeded).
+
+:func:`qwen25_05b_shape_config` gives a Qwen2 config of Qwen2.5-0.5B's shape, for speed
+benchmarks with random weights on a GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, PreTrainedTokenizerFast, Qwen2Config
+
+BOS, EOS, PAD, UNK = "<s>", "</s>", "<pad>", "<unk>"
+ROLE_TOKENS: tuple[str, ...] = ("<|system|>", "<|user|>", "<|assistant|>")
+SPECIAL_TOKENS: tuple[str, ...] = (PAD, BOS, EOS, UNK, *ROLE_TOKENS)
+
+# Each message is "<|role|>content</s>"; the assistant's turn ends with EOS, which is what the
+# model learns to emit to stop. The prompt for a new answer ends with "<|assistant|>".
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] not in ['system', 'user', 'assistant'] -%}"
+    "{{ raise_exception('unsupported chat role: ' + message['role']) }}"
+    "{%- endif -%}"
+    "{{ '<|' + message['role'] + '|>' + message['content'] + eos_token }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}"
+)
+
+# Word tokenizer pieces: a run of letters/digits, one whitespace character, or one other character.
+_WORD_PIECE = r"[^\W_]+|\s|[^\w\s]|_"
+_WORD_PIECE_RE = re.compile(_WORD_PIECE, re.UNICODE)
+# Characters always in the word vocabulary, so ordinary punctuation never becomes <unk>.
+_BASE_CHARS = tuple(" \n\t") + tuple("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") + tuple("0123456789")
+
+TokenizerKind = Literal["word", "bpe"]
+Arch = Literal["qwen2", "llama"]
+
+
+def word_vocabulary(texts: Iterable[str], extra_words: Iterable[str] = ()) -> list[str]:
+    """Sorted word-tokenizer pieces found in ``texts`` and ``extra_words`` (plus basic characters)."""
+    pieces: set[str] = set(_BASE_CHARS)
+    for text in [*texts, *extra_words]:
+        pieces.update(_WORD_PIECE_RE.findall(text))
+    pieces.difference_update(SPECIAL_TOKENS)
+    return sorted(pieces)
+
+
+def build_tokenizer(
+    texts: Iterable[str] = (),
+    *,
+    kind: TokenizerKind = "word",
+    extra_words: Iterable[str] = (),
+    bpe_vocab_size: int = 512,
+) -> PreTrainedTokenizerFast:
+    """A locally defined fast tokenizer (see the module docstring) with special tokens and chat template."""
+    texts = list(texts)
+    if kind == "word":
+        vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
+        for piece in word_vocabulary(texts, extra_words):
+            vocab.setdefault(piece, len(vocab))
+        tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+        tok.pre_tokenizer = pre_tokenizers.Split(Regex(_WORD_PIECE), behavior="isolated")
+        tok.decoder = decoders.Fuse()
+    elif kind == "bpe":
+        tok = Tokenizer(models.BPE(unk_token=None))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=max(bpe_vocab_size, 256 + len(SPECIAL_TOKENS)),
+            special_tokens=list(SPECIAL_TOKENS),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tok.train_from_iterator([*texts, *extra_words], trainer=trainer)
+    else:
+        raise ValueError(f"unknown tokenizer kind {kind!r}; expected 'word' or 'bpe'")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        unk_token=UNK,
+        additional_special_tokens=list(ROLE_TOKENS),
+        clean_up_tokenization_spaces=False,
+        padding_side="left",
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def tiny_config(
+    arch: Arch,
+    tokenizer: PreTrainedTokenizerFast,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    max_position_embeddings: int = 4096,
+) -> Qwen2Config | LlamaConfig:
+    """A small decoder config whose vocabulary and special ids match ``tokenizer``."""
+    if hidden_size % num_heads:
+        raise ValueError(f"hidden_size {hidden_size} must be divisible by num_heads {num_heads}")
+    common = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=max(1, num_heads // 2) if num_heads % 2 == 0 else num_heads,
+        max_position_embeddings=max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    if arch == "qwen2":
+        return Qwen2Config(**common)
+    if arch == "llama":
+        return LlamaConfig(**common)
+    raise ValueError(f"unknown arch {arch!r}; expected 'qwen2' or 'llama'")
+
+
+def build_tiny_model(
+    path: str | Path,
+    *,
+    texts: Iterable[str] = (),
+    tokenizer: TokenizerKind = "word",
+    arch: Arch = "qwen2",
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    seed: int = 0,
+    extra_words: Iterable[str] = (),
+    bpe_vocab_size: int = 512,
+) -> Path:
+    """Build a tiny random-weight causal LM with a local tokenizer and save it to ``path``.
+
+    Returns ``path``; load it with ``AutoTokenizer.from_pretrained(path)`` and
+    ``AutoModelForCausalLM.from_pretrained(path)`` (no network involved).
+    """
+    path = Path(path)
+    tok = build_tokenizer(texts, kind=tokenizer, extra_words=extra_words, bpe_vocab_size=bpe_vocab_size)
+    config = tiny_config(arch, tok, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config)
+    model.generation_config = GenerationConfig(
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def qwen25_05b_shape_config(vocab_size: int = 151_936) -> Qwen2Config:
+    """A Qwen2 config with Qwen2.5-0.5B's shape (24 layers, 896 hidden, 14/2 heads), for random-init benchmarks."""
+    return Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        max_position_embeddings=32_768,
+        rope_theta=1_000_000.0,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=vocab_size - 1,
+        pad_token_id=vocab_size - 2,
+    )
