@@ -47,6 +47,8 @@ _BUILTIN: tuple[EnvSpec, ...] = (
         name="code/helper_main_v0",
         module="llm_marl_envs.code.helper_main_v0",
         summary="helper + main agents write one Python solution together (MAGRPO)",
+        parallelizable=True,
+        test_kwargs={"dataset": "humaneval", "max_turns": 2, "split": "eval", "eval_fraction": 0.05},
     ),
     EnvSpec(
         name="search/planner_worker_v0",

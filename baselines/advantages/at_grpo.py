@@ -15,8 +15,9 @@ def at_grpo(table: SampleTable, config: AdvantageConfig) -> AdvantageResult:
         A = (r - mean_{G_i,t} r) / (std_{G_i,t} r + eps)
 
     group key: (task, turn, agent, sibling state); sibling state = the ``group`` (state) id
-               where the sampler set it, else (episode, parent). ``task`` is always part of
-               the key, so candidates of different problems never share a group.
+               where the sampler set it, else the parent node (episode, parent), with
+               ``parent = -1`` the task's initial state. ``task`` is always part of the key,
+               so candidates of different problems never share a group.
     value:     alpha * reward + local_reward
     Set ``config.expected_group_size = K`` to assert that every group holds exactly K rows.
     """

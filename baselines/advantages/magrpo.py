@@ -17,7 +17,8 @@ def magrpo(table: SampleTable, config: AdvantageConfig) -> AdvantageResult:
         A_t^(g) = (R_t^(g) - mean) / (std + eps)           (scale_by_std=True)
 
     group key: (task, sibling state, agent, turn); sibling state = the ``group`` id where the
-               sampler set it, else (episode, parent)
+               sampler set it, else the parent node (episode, parent); ``parent = -1`` is the
+               task's initial state, shared by all episodes of the task (see tree.sibling_key)
     value:     return_to_go R_t = r_t + gamma * mean(R of the children). If the column is NaN
                on every row it is computed here with ``magrpo_returns(table, config.gamma)``.
     With one agent this is GRPO over the same siblings (identical with ``scale_by_std=True``).

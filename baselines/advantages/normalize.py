@@ -52,7 +52,7 @@ def group_normalize(
     expected_group_size: int | None = None,
 ) -> AdvantageResult:
     """Normalize ``values`` within the groups given by integer labels ``groups``."""
-    values = np.asarray(values, dtype=np.float64)
+    values = np.array(values, dtype=np.float64)  # a copy: result.values never aliases the table
     if values.ndim != 1 or np.shape(groups) != values.shape:
         raise ValueError(f"values {values.shape} and groups {np.shape(groups)} must be equal 1-D shapes")
     if not np.all(np.isfinite(values)):
@@ -80,7 +80,9 @@ def group_normalize(
     is_single = count == 1
     is_flat = (count >= 2) & (gmax == gmin)
 
-    adv = centered / (std[g] + eps) if scale_by_std else centered
+    degenerate = is_single | is_flat
+    denom = np.where(degenerate, 1.0, std + eps)  # degenerate groups are set below, avoid 0/0
+    adv = centered / denom[g] if scale_by_std else centered
     adv[is_flat[g]] = 0.0
     single_rows = is_single[g]
     if singleton == "passthrough":
@@ -88,7 +90,7 @@ def group_normalize(
     else:
         adv[single_rows] = 0.0
 
-    dead = is_flat | (is_single if singleton == "zero" else np.zeros_like(is_single))
+    dead = degenerate if singleton == "zero" else is_flat
     keep = ~dead[g] if drop_zero_variance else np.ones(len(values), dtype=bool)
     stats = _stats(values, adv, keep, count, is_single, is_flat)
     return AdvantageResult(advantages=adv, keep=keep, groups=g.astype(np.int64), values=values, stats=stats)

@@ -3,16 +3,16 @@
 :func:`build_tiny_model` writes a directory that loads back through the ordinary
 ``AutoTokenizer.from_pretrained`` / ``AutoModelForCausalLM.from_pretrained`` path:
 
-* a tokenizer defined here with the HF ``tokenizers`` library, wrapped as a
-  ``PreTrainedTokenizerFast`` with ``<s>``/``</s>``/``<pad>``/``<unk>`` and role tokens, and a
-  jinja chat template (system / user / assistant, ``add_generation_prompt``):
+* a tokenizer defined here with the HF ``tokenizers`` library (byte-level BPE on Qwen2's
+  pre-tokenizer, so any text round-trips), wrapped as a ``PreTrainedTokenizerFast`` with
+  ``<s>``/``</s>``/``<pad>``/``<unk>`` and role tokens, and a jinja chat template
+  (system / user / assistant, ``add_generation_prompt``):
 
-  - ``"word"``: one token per word, punctuation mark and whitespace character found in
-    ``texts`` (plus ``extra_words``); decoding concatenates tokens, so any text made of
-    known words round-trips exactly and every vocabulary word is a single token
-    (``"cat"`` decodes to ``"cat"``). Unknown words become ``<unk>`` (dropped when decoding
-    with ``skip_special_tokens``).
-  - ``"bpe"``: a byte-level BPE trained in memory on ``texts``; any text round-trips.
+  - ``"word"``: merges learned without a size limit, so every word found in ``texts`` (or
+    given in ``extra_words``) is ONE token, both alone (``"cat"``) and after a space
+    (``" cat"``); ``"candidates: apple boat"`` is ``candidates``, ``:``, `` apple``, `` boat``.
+    Decoding gives the text back exactly (a word after a space decodes with its space).
+  - ``"bpe"``: a byte-level BPE of ``bpe_vocab_size`` tokens trained in memory on ``texts``.
 
 * a small Qwen2 or Llama config with random weights (seeded).
 
@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, PreTrainedTokenizerFast, Qwen2Config
+from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
 BOS, EOS, PAD, UNK = "<s>", "</s>", "<pad>", "<unk>"
 ROLE_TOKENS: tuple[str, ...] = ("<|system|>", "<|user|>", "<|assistant|>")
@@ -48,23 +49,35 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}"
 )
 
-# Word tokenizer pieces: a run of letters/digits, one whitespace character, or one other character.
-_WORD_PIECE = r"[^\W_]+|\s|[^\w\s]|_"
-_WORD_PIECE_RE = re.compile(_WORD_PIECE, re.UNICODE)
-# Characters always in the word vocabulary, so ordinary punctuation never becomes <unk>.
-_BASE_CHARS = tuple(" \n\t") + tuple("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") + tuple("0123456789")
+# Both tokenizer kinds share Qwen2's byte-level pipeline (NFC, Qwen2's pre-tokenizer regex, byte-level
+# BPE). transformers 5 rebuilds a ``qwen2`` checkpoint's tokenizer as ``Qwen2Tokenizer`` from the
+# saved vocab and merges, so the pipeline must be exactly that one for the saved tokenizer to load
+# back unchanged through ``AutoTokenizer`` (``llama`` checkpoints load ``tokenizer.json`` as is).
+_LETTERS = re.compile(r"[^\W\d_]+", re.UNICODE)
+_UNBOUNDED = 1 << 22
 
 TokenizerKind = Literal["word", "bpe"]
 Arch = Literal["qwen2", "llama"]
 
 
-def word_vocabulary(texts: Iterable[str], extra_words: Iterable[str] = ()) -> list[str]:
-    """Sorted word-tokenizer pieces found in ``texts`` and ``extra_words`` (plus basic characters)."""
-    pieces: set[str] = set(_BASE_CHARS)
-    for text in [*texts, *extra_words]:
-        pieces.update(_WORD_PIECE_RE.findall(text))
-    pieces.difference_update(SPECIAL_TOKENS)
-    return sorted(pieces)
+def _byte_level_bpe() -> Tokenizer:
+    tok = Tokenizer(models.BPE(unk_token=None, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    return tok
+
+
+def word_corpus(texts: Iterable[str], extra_words: Iterable[str] = ()) -> list[str]:
+    """Training lines for the word tokenizer: the texts, and every word alone and after a space."""
+    texts = list(texts)
+    words = {w for text in [*texts, *extra_words] for w in _LETTERS.findall(text)}
+    return [*texts, *sorted(words), *(" " + w for w in sorted(words))]
 
 
 def build_tokenizer(
@@ -74,28 +87,28 @@ def build_tokenizer(
     extra_words: Iterable[str] = (),
     bpe_vocab_size: int = 512,
 ) -> PreTrainedTokenizerFast:
-    """A locally defined fast tokenizer (see the module docstring) with special tokens and chat template."""
+    """A locally defined byte-level tokenizer (see the module docstring) with special tokens and chat template.
+
+    ``"word"`` trains BPE merges without a vocabulary limit, so every pre-token seen in ``texts``
+    (a word, a word after a space, a punctuation run) and every word of ``extra_words`` becomes
+    one token; ``"bpe"`` stops at ``bpe_vocab_size`` tokens. Either way, any text round-trips.
+    """
     texts = list(texts)
     if kind == "word":
-        vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
-        for piece in word_vocabulary(texts, extra_words):
-            vocab.setdefault(piece, len(vocab))
-        tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-        tok.pre_tokenizer = pre_tokenizers.Split(Regex(_WORD_PIECE), behavior="isolated")
-        tok.decoder = decoders.Fuse()
+        corpus, vocab_size = word_corpus(texts, extra_words), _UNBOUNDED
     elif kind == "bpe":
-        tok = Tokenizer(models.BPE(unk_token=None))
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(
-            vocab_size=max(bpe_vocab_size, 256 + len(SPECIAL_TOKENS)),
-            special_tokens=list(SPECIAL_TOKENS),
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        )
-        tok.train_from_iterator([*texts, *extra_words], trainer=trainer)
+        corpus, vocab_size = [*texts, *extra_words], max(bpe_vocab_size, 256 + len(SPECIAL_TOKENS))
     else:
         raise ValueError(f"unknown tokenizer kind {kind!r}; expected 'word' or 'bpe'")
+    tok = _byte_level_bpe()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=1,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token=BOS,

@@ -49,9 +49,11 @@ on every run (environment ``infos`` must be reproducible for a seed).
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 # failure kinds of one test
 WRONG_ANSWER = "wrong_answer"
@@ -67,6 +69,10 @@ INFRA_ERROR = "infra_error"
 NO_TESTS = "no_tests"
 
 FEEDBACK_MODES = ("detailed", "pass_fail", "none")
+
+#: an assertion message ``IO_MESSAGE_PREFIX + json.dumps({"input", "expected", "got"})`` is
+#: shown as a wrong answer with those three fields (see ``code/problem_tests.py``)
+IO_MESSAGE_PREFIX = "[io] "
 
 _OMITTED = "[... {n} characters omitted ...]"
 _PATH_IN_FILE = re.compile(r'File "([^"]*)"')
@@ -205,13 +211,18 @@ def describe_test(index: int, test: Any) -> TestFeedback:
         kind = WRONG_ANSWER
     message = getattr(test, "error_message", None)
     tb = getattr(test, "traceback", None)
+    io = {"input": getattr(test, "stdin", None), "expected": getattr(test, "expected", None),
+          "got": getattr(test, "got", None)}
+    structured = _io_fields(message) if kind == WRONG_ANSWER else None
+    if structured is not None:
+        io, message = structured, None
     return TestFeedback(
         index=index,
         name=str(getattr(test, "name", "") or f"test_{index}"),
         kind=kind,
-        input=_opt(getattr(test, "stdin", None)),
-        expected=_opt(getattr(test, "expected", None)),
-        got=_opt(getattr(test, "got", None)),
+        input=_opt(io["input"]),
+        expected=_opt(io["expected"]),
+        got=_opt(io["got"]),
         error_type=_opt(getattr(test, "error_type", None)),
         message=_opt(message),
         traceback=clean_text(tb) if tb and kind == EXCEPTION else None,
@@ -302,6 +313,18 @@ def _render_failure(f: TestFeedback, cfg: FeedbackConfig) -> str:
     return "\n".join(lines)
 
 
+def _io_fields(message: Any) -> dict[str, Any] | None:
+    if not isinstance(message, str) or not message.startswith(IO_MESSAGE_PREFIX):
+        return None
+    try:
+        data = json.loads(message[len(IO_MESSAGE_PREFIX):])
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not {"input", "expected", "got"} <= set(data):
+        return None
+    return {k: str(data[k]) for k in ("input", "expected", "got")}
+
+
 def _has(obj: Any, name: str) -> bool:
     return getattr(obj, name, None) is not None
 
@@ -333,6 +356,7 @@ __all__: Sequence[str] = (
     "FAILED",
     "FEEDBACK_MODES",
     "INFRA_ERROR",
+    "IO_MESSAGE_PREFIX",
     "MEMORY",
     "NO_TESTS",
     "PASSED",

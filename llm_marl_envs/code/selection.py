@@ -44,8 +44,8 @@ look worse, which pushes the search towards less explored levels.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -1,0 +1,40 @@
+"""End-of-run plot: the joint reward curve and every agent's gradient-norm curve (PNG, Agg)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def plot_run(records: list[dict[str, Any]], path: str | Path, *, title: str = "", chance: float | None = None) -> Path:
+    """Write ``path`` (PNG) from metric records (``metrics.jsonl`` lines); returns the path."""
+    path = Path(path)
+    steps = [r["step"] for r in records]
+    fig, (ax_r, ax_g) = plt.subplots(1, 2, figsize=(11, 4))
+    ax_r.plot(steps, [r.get("reward") for r in records], label="train reward")
+    evals = [(r["step"], r["eval/reward"]) for r in records if r.get("eval/reward") is not None]
+    if evals:
+        ax_r.plot(*zip(*evals), "o-", label="eval reward")
+    if chance is not None:
+        ax_r.axhline(chance, color="grey", linestyle="--", label=f"chance {chance:.2f}")
+    ax_r.set_xlabel("optimizer step")
+    ax_r.set_ylabel("joint reward")
+    ax_r.legend()
+    agents = sorted({k.split("/")[1] for r in records for k in r if k.startswith("agent/") and k.endswith("/grad_norm")})
+    for agent in agents:
+        ax_g.plot(steps, [r.get(f"agent/{agent}/grad_norm") for r in records], label=agent)
+    ax_g.set_xlabel("optimizer step")
+    ax_g.set_ylabel("gradient norm (before clipping)")
+    ax_g.set_yscale("log")
+    if agents:
+        ax_g.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,17 @@
+"""Policies: tiny local models, the agent-to-model team map, batched token scoring."""
+
+from baselines.policies.logprobs import completion_logprobs
+from baselines.policies.team import PolicyKey, Team, TeamConfig, load_model, load_tokenizer
+from baselines.policies.tiny import build_tiny_model, build_tokenizer, qwen25_05b_shape_config
+
+__all__ = [
+    "PolicyKey",
+    "Team",
+    "TeamConfig",
+    "build_tiny_model",
+    "build_tokenizer",
+    "completion_logprobs",
+    "load_model",
+    "load_tokenizer",
+    "qwen25_05b_shape_config",
+]

@@ -1,0 +1,79 @@
+"""Rollout: play any registered environment with LLM policies and record the sample table.
+
+One small module per sampling mode, all built on the lock-step batched player of
+:mod:`baselines.rollout.common`:
+
+=============  =========================  ===================================================
+mode           module                     used by
+=============  =========================  ===================================================
+episodes       :mod:`.episodes`           GRPO, Dr. MAS, SHARP (G independent episodes/task)
+branching      :mod:`.branching`          AT-GRPO (K candidates per agent-turn, cloned state)
+joint_tree     :mod:`.joint_tree`         MAGRPO (aligned joint actions expand a tree)
+env_tree       :mod:`.env_tree`           MARS2 (the environment's own search tree)
+=============  =========================  ===================================================
+
+:func:`sample` dispatches on the mode; the result's :class:`~baselines.samples.SampleTable`
+is the only thing the advantage schemes see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from baselines.rollout.base import RolloutResult, Task, reset_copies
+from baselines.rollout.branching import sample_branching
+from baselines.rollout.common import GenStats, Generator, Slot, play_lockstep
+from baselines.rollout.env_tree import has_search_tree, sample_env_tree
+from baselines.rollout.episodes import episode_credit, sample_episodes
+from baselines.rollout.joint_tree import sample_joint_tree
+
+MODES = ("episodes", "branching", "joint_tree", "env_tree")
+
+
+def sample(
+    mode: str,
+    template: Any,
+    tasks: Sequence[Task],
+    backend: Generator,
+    *,
+    group_size: int,
+    tree_depth: int = 2,
+    gamma: float = 0.9,
+    with_credit: bool = False,
+    credit_method: str = "shapley",
+    credit_mode: str = "rescore",
+    tool_reward_key: str = "tool_validity",
+    max_steps: int = 1000,
+) -> RolloutResult:
+    """Run the sampling ``mode`` on ``tasks`` (``template`` is an env made once and reset per task)."""
+    common = dict(group_size=group_size, tool_reward_key=tool_reward_key, max_steps=max_steps)
+    if mode == "episodes":
+        return sample_episodes(template, tasks, backend, with_credit=with_credit, credit_method=credit_method,
+                               credit_mode=credit_mode, **common)
+    if mode == "branching":
+        return sample_branching(template, tasks, backend, **common)
+    if mode == "joint_tree":
+        return sample_joint_tree(template, tasks, backend, tree_depth=tree_depth, gamma=gamma, **common)
+    if mode == "env_tree":
+        return sample_env_tree(template, tasks, backend, **common)
+    raise ValueError(f"unknown rollout mode {mode!r}; known: {MODES}")
+
+
+__all__ = [
+    "MODES",
+    "GenStats",
+    "Generator",
+    "RolloutResult",
+    "Slot",
+    "Task",
+    "episode_credit",
+    "has_search_tree",
+    "play_lockstep",
+    "reset_copies",
+    "sample",
+    "sample_branching",
+    "sample_env_tree",
+    "sample_episodes",
+    "sample_joint_tree",
+]

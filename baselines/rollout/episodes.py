@@ -1,0 +1,104 @@
+"""G independent episodes per task (GRPO, Dr. MAS, SHARP).
+
+Every task is reset once and cloned G times, so the G episodes start from the same
+instance; all ``len(tasks) * G`` episodes are played in lock-step with one batched
+``generate`` call per round. One row per agent-turn:
+
+- ``reward``: the episode's joint return (sum of the turn rewards);
+- ``return_to_go``: the sum of the turn rewards from the row's turn on;
+- ``reward_components``: the components of the row's turn, as its agent saw them;
+- ``tool_reward``: the agent's ``tool_reward_key`` component summed over the episode's
+  turns (0 when the environment reports none);
+- ``credit`` (SHARP, ``with_credit=True``): phi_k from the finished episode's
+  ``coalition_value`` via :mod:`baselines.credit` (exact Shapley or single mask).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from baselines.credit import compute_credit
+from baselines.rollout.base import RolloutResult, Task, reset_copies
+from baselines.rollout.common import (
+    GenStats,
+    Generator,
+    Slot,
+    episode_return,
+    play_lockstep,
+    step_components,
+    turn_rewards,
+)
+from baselines.samples import Row, SampleTable
+
+
+def sample_episodes(
+    template: Any,
+    tasks: Sequence[Task],
+    backend: Generator,
+    *,
+    group_size: int,
+    with_credit: bool = False,
+    credit_method: str = "shapley",
+    credit_mode: str = "rescore",
+    tool_reward_key: str = "tool_validity",
+    max_steps: int = 1000,
+) -> RolloutResult:
+    """Play ``group_size`` episodes of every task; rows as described in the module docstring."""
+    slots = [
+        Slot(env=env, task=task.id, episode=g, branch=g)
+        for task in tasks
+        for g, env in enumerate(reset_copies(template, task, group_size))
+    ]
+    stats = GenStats()
+    play_lockstep(slots, backend, stats, max_steps=max_steps)
+    rows = [row for slot in slots for row in episode_rows(
+        slot, with_credit=with_credit, credit_method=credit_method, credit_mode=credit_mode,
+        tool_reward_key=tool_reward_key)]
+    return RolloutResult(SampleTable.from_rows(rows), [episode_return(s.env) for s in slots], stats)
+
+
+def episode_rows(
+    slot: Slot,
+    *,
+    with_credit: bool = False,
+    credit_method: str = "shapley",
+    credit_mode: str = "rescore",
+    tool_reward_key: str = "tool_validity",
+) -> list[Row]:
+    """Rows of one finished episode (see the module docstring)."""
+    env = slot.env
+    per_turn = turn_rewards(env)
+    total = sum(per_turn.values())
+    credit: dict[str, float] = {}
+    if with_credit:
+        credit = episode_credit(env, credit_method, credit_mode)
+    tool: dict[str, float] = {}
+    for sample in slot.samples:
+        comps = step_components(env, sample)
+        tool[sample.agent] = tool.get(sample.agent, 0.0) + float(comps.get(tool_reward_key, 0.0))
+    rows = []
+    for sample in slot.samples:
+        rows.append(Row(
+            task=slot.task, episode=slot.episode, branch=slot.branch, agent=sample.agent, turn=sample.turn,
+            node=slot.node, parent=slot.parent, depth=slot.depth, group=slot.group,
+            prompt_ids=sample.prompt_ids, completion_ids=sample.completion_ids, old_logprobs=sample.logprobs,
+            reward=total,
+            return_to_go=sum(r for t, r in per_turn.items() if t >= sample.turn),
+            reward_components=step_components(env, sample),
+            tool_reward=tool[sample.agent],
+            credit=credit.get(sample.agent, float("nan")),
+        ))
+    return rows
+
+
+def episode_credit(env: Any, method: str, mode: str) -> dict[str, float]:
+    """phi_k of every agent of a finished episode from the env's ``coalition_value``."""
+    inner = env.unwrapped
+    if mode not in getattr(inner, "counterfactual_modes", ()):
+        raise ValueError(
+            f"{type(inner).__name__} does not support counterfactual mode {mode!r} needed for SHARP credit "
+            f"(supported: {tuple(getattr(inner, 'counterfactual_modes', ()))})"
+        )
+    return compute_credit(lambda unmasked: inner.coalition_value(unmasked, mode=mode),
+                          list(inner.possible_agents), method)  # type: ignore[arg-type]

@@ -1,0 +1,88 @@
+"""Command line: ``python -m baselines.train`` (no arguments = the embedded default run).
+
+    python -m baselines.train                                  # tiny model learns the signal game on CPU
+    python -m baselines.train --env toy/signal_game_v0 --scheme dr_mas --steps 80
+    python -m baselines.train --config baselines/configs/signal_game.yaml optim.lr=1e-3 rollout.group_size=16
+    python -m baselines.train --model Qwen/Qwen2.5-0.5B-Instruct --device cuda --env code/helper_main_v0 \\
+        --scheme magrpo generation.max_new_tokens=256 model.sharing=lora
+    python -m baselines.train --resume runs/<run>                 # exact resume from the latest checkpoint
+
+Flags override the YAML file; ``key=value`` overrides (dotted keys, YAML values) override both.
+Outputs in the run folder: ``config.yaml``, ``metrics.jsonl``, ``tb/`` (TensorBoard),
+``checkpoints/``, ``team/`` (trained weights), ``curves.png`` (reward and per-agent gradient norms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from baselines.checkpoint import load_checkpoint
+from baselines.config import TrainConfig, from_dict, load_config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m baselines.train", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Config keys: see docs/training.md or baselines/config.py.")
+    p.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-3 rollout.group_size=8")
+    p.add_argument("--config", help="YAML config file")
+    p.add_argument("--env", help="registered environment name, e.g. toy/signal_game_v0")
+    p.add_argument("--scheme", help="grpo | dr_mas | magrpo | at_grpo | mars2 | sharp")
+    p.add_argument("--model", help="local path or hub id (default: a tiny model built locally)")
+    p.add_argument("--steps", type=int, help="optimizer steps")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--device", help="cpu, cuda, cuda:1 ...")
+    p.add_argument("--out", help="output folder for runs (log.out_dir)")
+    p.add_argument("--name", help="run folder name (log.run_name)")
+    p.add_argument("--resume", help="checkpoint file or run folder to resume from (its config is reused)")
+    p.add_argument("--eval-episodes", type=int, default=256, help="episodes of the final evaluation (0 = none)")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    return p
+
+
+def resolve_config(args: argparse.Namespace) -> TrainConfig:
+    base: dict = {}
+    for flag, key in (("scheme", "scheme"), ("steps", "steps"), ("seed", "seed"), ("device", "device")):
+        if getattr(args, flag) is not None:
+            base[key] = getattr(args, flag)
+    if args.env is not None:
+        base["env"] = {"name": args.env}
+    if args.model is not None:
+        base.setdefault("model", {})["path"] = args.model
+    if args.out is not None:
+        base.setdefault("log", {})["out_dir"] = args.out
+    if args.name is not None:
+        base.setdefault("log", {})["run_name"] = args.name
+    return load_config(args.config, args.overrides, base=base)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(argv)
+    from baselines.trainer import Trainer  # heavy imports after argument errors
+
+    if args.resume:
+        ckpt = load_checkpoint(args.resume)
+        config = from_dict(TrainConfig, ckpt["config"])
+        if args.steps is not None:
+            config.steps = args.steps
+        run_dir = Path(args.resume)
+        run_dir = run_dir.parent.parent if run_dir.is_file() else (run_dir.parent if run_dir.name == "checkpoints"
+                                                                     else run_dir)
+        trainer = Trainer(config, run_dir)
+        return trainer.fit(resume=args.resume, eval_episodes=args.eval_episodes)
+    config = resolve_config(args)
+    if args.print_config:
+        import yaml
+
+        print(yaml.safe_dump(config.to_dict(), sort_keys=False))
+        return {}
+    trainer = Trainer(config)
+    print(f"run folder: {trainer.run_dir}  ({config.scheme} on {config.env.name}, rollout {trainer.mode}, "
+          f"{config.steps} steps)", flush=True)
+    return trainer.fit(eval_episodes=args.eval_episodes)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,372 @@
+"""``code/helper_main_v0``: a helper and a main agent write one Python solution (MAGRPO).
+
+Roles: ``helper`` writes an auxiliary function (``aux``); ``main`` writes the problem's
+entry point and may call it. With ``n_helpers > 1`` the helpers are ``helper_0``,
+``helper_1``... owning ``aux_0``, ``aux_1``... (names configurable with ``helper_names``).
+
+Visibility (``visibility``):
+  - ``"blind"`` (the paper): everyone sees the problem; main is told the helpers' function
+    names (``contract="name"``: ``aux(...)``, as in the paper; ``contract="signature"``:
+    ``aux`` takes the entry point's parameters) but never sees their code. Agents act in
+    parallel, so the environment is parallelizable and ``parallel_env()`` works.
+  - ``"sequential"``: helpers act first; main is shown their extracted code this turn.
+
+Turns: ``max_turns`` (default 1). After a turn that did not pass every test, each agent gets
+feedback on the joint program and answers again; the episode terminates as soon as all
+tests pass. Feedback (``feedback``): ``"full"`` -- missing definitions, what assembly
+dropped, syntax error with line/column, each failing test with input/expected/got or the
+exception; ``"pass_fail"`` -- which tests fail; ``"none"`` -- only a request to revise.
+Each agent sees only its own history plus the feedback.
+
+Reward: the gated joint score of the turn's program, documented in
+:mod:`llm_marl_envs.code.helper_main_reward` (max 4.0 by default, never negative). The
+per-turn reward (``turn_reward``): ``"delta"`` (default) gives ``score_t - score_{t-1}``
+(potential-based: the episode return is the final turn's score); ``"final"`` gives 0 until
+the last turn and then its score. Either way the return is the final program's score
+(plus format penalties), so ``return_range() == (min, 4.0)`` where ``min`` is 0, or
+``format_penalty * n_agents * max_turns`` with a negative ``format_penalty``.
+``infos[agent]["reward_components"]`` holds every component of the turn's score plus
+``score``, ``previous_score``, ``tests_passed``, ``tests_total``.
+
+Format issues (penalized by ``format_penalty`` per flagged agent and turn, 0 by default):
+an answer with no code; assembly dropping something of the agent's (a helper writing the
+entry point, main redefining ``aux``, top-level statements such as example calls).
+
+Sandbox: every program runs in ``llm_marl_envs.sandbox`` (``sandbox=`` kwarg or the shared
+default pool). An infrastructure failure raises
+:class:`~llm_marl_envs.code.helper_main_reward.SandboxInfraError`; it is never scored.
+
+Counterfactual masking (``counterfactual_modes = ("rescore",)``):
+:meth:`raw_env.coalition_value` re-scores the *last scored turn's* joint program with the
+agents outside ``unmasked`` replaced by placeholders (a helper's function becomes a stub
+raising ``NotImplementedError``, main's entry point a stub that raises; a placeholder earns
+no structure points). Nothing is regenerated. Values are on the score scale (0..4).
+
+Data: ``problems=`` (a list of :class:`~llm_marl_envs.data.CodeProblem`) or
+``dataset="humaneval"`` or a JSONL path (CoopHumanEval/MBPP shape); ``split`` in
+``"all" | "train" | "eval"`` (deterministic, ``eval_fraction``, ``split_seed``). A problem
+is drawn by the seeded RNG at each reset, or picked with ``options={"task_id": ...}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llm_marl_envs.code.feedback import FeedbackConfig, render_feedback
+from llm_marl_envs.code.helper_main_policies import main_only_answers, oracle_answers
+from llm_marl_envs.code.helper_main_reward import RewardConfig
+from llm_marl_envs.code.helper_main_scoring import HelperMainScorer, Scored, Submission
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, split_problems
+
+__all__ = ["best_policy", "env", "main_only_policy", "parallel_env", "random_policy", "raw_env"]
+
+VISIBILITIES = ("blind", "sequential")
+FEEDBACK_MODES = ("full", "pass_fail", "none")
+TURN_REWARDS = ("delta", "final")
+CONTRACTS = ("name", "signature")
+
+HELPER_INSTRUCTIONS = (
+    "You are the helper in a two-role Python team. For each problem you write the auxiliary "
+    "function you are assigned; a teammate writes the problem's main function and calls yours. "
+    "Answer with Python code only, in one ```python block. Do not write the main function."
+)
+MAIN_INSTRUCTIONS = (
+    "You are the main agent in a two-role Python team. For each problem you write the function "
+    "the problem asks for; a teammate writes helper function(s) you can call. Do not define the "
+    "helper functions yourself. Answer with Python code only, in one ```python block."
+)
+
+
+class raw_env(TextCollabEnv):
+    """Helper/main collaborative code writing (see the module docstring).
+
+    Args:
+        problems: explicit problems (overrides ``dataset``).
+        dataset: ``"humaneval"`` or a path to a CoopHumanEval/MBPP-format JSONL file.
+        split: ``"all"``, ``"train"`` or ``"eval"``; ``eval_fraction`` and ``split_seed`` fix it.
+        n_helpers: number of helper agents (>= 1).
+        helper_names: the function each helper owns (default ``aux`` / ``aux_0, aux_1...``).
+        visibility: ``"blind"`` (parallel, the paper) or ``"sequential"``.
+        contract: what main is told about the helpers: ``"name"`` or ``"signature"``.
+        max_turns: turns per episode (ends early when all tests pass).
+        feedback: ``"full"``, ``"pass_fail"`` or ``"none"``.
+        turn_reward: ``"delta"`` or ``"final"`` (both make the return the final score).
+        reward: reward weights (:class:`RewardConfig`).
+        sandbox: the sandbox to run programs in (None = the shared default pool).
+        timeout_s: per-test time limit (None = the sandbox default).
+        format_penalty: added once per flagged agent and turn; must be <= 0.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "helper_main_v0", "is_parallelizable": True}
+    shared_attributes = ("scorer", "problems")
+    counterfactual_modes = ("rescore",)
+
+    def __init__(
+        self,
+        problems: Sequence[CodeProblem] | None = None,
+        dataset: str | Path = "humaneval",
+        split: str = "all",
+        eval_fraction: float = 0.2,
+        split_seed: int = 0,
+        n_helpers: int = 1,
+        helper_names: Sequence[str] | None = None,
+        visibility: str = "blind",
+        contract: str = "name",
+        max_turns: int = 1,
+        feedback: str = "full",
+        turn_reward: str = "delta",
+        reward: RewardConfig | None = None,
+        sandbox: Any = None,
+        timeout_s: float | None = None,
+        format_penalty: float = 0.0,
+        max_action_chars: int = 16_384,
+        render_mode: str | None = None,
+    ) -> None:
+        for value, allowed, what in (
+            (visibility, VISIBILITIES, "visibility"),
+            (feedback, FEEDBACK_MODES, "feedback"),
+            (turn_reward, TURN_REWARDS, "turn_reward"),
+            (contract, CONTRACTS, "contract"),
+            (split, ("all", "train", "eval"), "split"),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{what} must be one of {allowed}, got {value!r}")
+        if n_helpers < 1:
+            raise ValueError(f"n_helpers must be >= 1, got {n_helpers}")
+        if format_penalty > 0:
+            raise ValueError(f"format_penalty must be <= 0, got {format_penalty}")
+        helper_agents = ["helper"] if n_helpers == 1 else [f"helper_{i}" for i in range(n_helpers)]
+        if helper_names is None:
+            helper_names = ["aux"] if n_helpers == 1 else [f"aux_{i}" for i in range(n_helpers)]
+        helper_names = list(helper_names)
+        if len(helper_names) != n_helpers or len(set(helper_names)) != n_helpers:
+            raise ValueError(f"need {n_helpers} distinct helper_names, got {helper_names}")
+        if not all(n.isidentifier() for n in helper_names):
+            raise ValueError(f"helper_names must be Python identifiers, got {helper_names}")
+        super().__init__(
+            [Role(a, HELPER_INSTRUCTIONS) for a in helper_agents] + [Role("main", MAIN_INSTRUCTIONS)],
+            max_turns=max_turns,
+            max_action_chars=max_action_chars,
+            format_penalty=format_penalty,
+            render_mode=render_mode,
+        )
+        pool = load_code_problems(problems if problems is not None else dataset)
+        if split != "all":
+            train, evals = split_problems(pool, eval_fraction, split_seed)
+            pool = train if split == "train" else evals
+        if not pool:
+            raise ValueError("no problems to draw from (empty dataset or split)")
+        clash = [p.task_id for p in pool if p.entry_point in helper_names]
+        if clash:
+            raise ValueError(f"helper_names {helper_names} clash with the entry point of {clash[:5]}")
+        self.problems: list[CodeProblem] = pool
+        self._by_id = {p.task_id: i for i, p in enumerate(pool)}
+        self.helper_functions: dict[str, str] = dict(zip(helper_agents, helper_names))
+        self.visibility = visibility
+        self.contract = contract
+        self.feedback = feedback
+        self.turn_reward = turn_reward
+        self.reward_config = reward or RewardConfig()
+        self.scorer = HelperMainScorer(self.helper_functions, "main", self.reward_config, sandbox, timeout_s)
+        self.metadata = {**type(self).metadata, "is_parallelizable": visibility == "blind"}
+        self.problem: CodeProblem = pool[0]
+        self.answers: dict[str, str] = {}
+        self.history: list[Scored] = []  #: each scored turn
+        self.turn_answers: list[dict[str, str]] = []  #: each turn's raw answers
+
+    # ------------------------------------------------------------------ hooks
+    def _setup(self, rng: np.random.Generator, options: dict) -> None:
+        task_id = options.get("task_id")
+        if task_id is not None:
+            if task_id not in self._by_id:
+                raise KeyError(f"unknown task_id {task_id!r}")
+            self.problem = self.problems[self._by_id[task_id]]
+        else:
+            self.problem = self.problems[int(rng.integers(len(self.problems)))]
+        self.answers = {}
+        self.history = []
+        self.turn_answers = []
+        for agent in self.agents:
+            self.tell(agent, self._problem_text(agent))
+
+    def _problem_text(self, agent: str) -> str:
+        p = self.problem
+        head = f"Problem {p.task_id}:\n```python\n{p.prompt.rstrip()}\n```\n"
+        params = p.entry_signature()
+        params = params[params.index("(") : params.rindex(")") + 1] if "(" in params else "(...)"
+        if agent == "main":
+            helpers = ", ".join(
+                f"`{n}{params}`" if self.contract == "signature" else f"`{n}(...)`"
+                for n in self.helper_functions.values()
+            )
+            see = (
+                "You will be shown their code before you answer."
+                if self.visibility == "sequential"
+                else "You cannot see their code."
+            )
+            return (
+                f"{head}\nWrite `{p.entry_point}`. Your teammate(s) write the helper function(s) {helpers}, "
+                f"which you can call (do not define them yourself). {see}"
+            )
+        name = self.helper_functions[agent]
+        sig = f"`{name}{params}` (the same parameters as `{p.entry_point}`)" if self.contract == "signature" else f"`{name}`"
+        return (
+            f"{head}\nWrite the helper function {sig}: it must return a value that helps solve the "
+            f"problem. The main agent writes `{p.entry_point}` and will call `{name}`; do not write "
+            f"`{p.entry_point}`."
+        )
+
+    def _on_action(self, agent: str, action: Action) -> None:
+        self.answers[agent] = action.text
+        if not action.text.strip():
+            self.flag_format(agent, "empty answer: no code")
+        if self.visibility == "sequential" and agent in self.helper_functions:
+            code = self.scorer.prepare(Submission(self.problem, {agent: action.text}))[0][agent].code
+            self.tell("main", f"Your teammate {agent} wrote this turn:\n```python\n{code}\n```")
+
+    def _end_turn(self) -> TurnOutcome:
+        scored = self.scorer.score(Submission(self.problem, dict(self.answers)))
+        prev = self.history[-1].score.total if self.history else 0.0
+        self.history.append(scored)
+        self.turn_answers.append(dict(self.answers))
+        score = scored.score
+        for agent in self.agents:
+            ext = scored.extracted[agent]
+            if ext.empty and self.answers.get(agent, "").strip():
+                self.flag_format(agent, "no code found in the answer")
+            for note in scored.assembly.notes.get(agent, []):
+                self.flag_format(agent, note)
+        all_passed = score.n_tests > 0 and score.passed == score.n_tests
+        last = all_passed or self.turn + 1 >= self.max_turns
+        if self.turn_reward == "delta":
+            reward = score.total - prev
+        else:
+            reward = score.total if last else 0.0
+        components = dict(score.components)
+        components.update(
+            score=score.total,
+            previous_score=prev,
+            tests_passed=float(score.passed),
+            tests_total=float(score.n_tests),
+        )
+        if not last:
+            for agent in self.agents:
+                self.tell(agent, self._feedback_text(agent, scored))
+        self.answers = {}
+        return TurnOutcome(reward, components, terminated=all_passed)
+
+    # ------------------------------------------------------------------ feedback
+    def _feedback_text(self, agent: str, scored: Scored) -> str:
+        asm, score = scored.assembly, scored.score
+        turn = f"Turn {self.turn + 1} of {self.max_turns} is over."
+        redo = "Write your complete answer again for the next turn (Python code only)."
+        if self.feedback == "none":
+            return f"{turn} {redo}"
+        if self.feedback == "pass_fail":
+            if scored.result is None:
+                line = "Tests: not run; 0 passed."
+            else:
+                failing = [str(i + 1) for i, t in enumerate(scored.result.tests) if not t.passed]
+                line = f"Tests: {score.passed}/{score.n_tests} passed." + (
+                    f" Failing tests: {', '.join(failing)}." if failing else ""
+                )
+            return f"{turn}\n{line}\n{redo}"
+        lines = [turn, f"Joint score: {score.total:.2f} / {self.reward_config.max_score:.2f}."]
+        parts = []
+        for a, name in self.helper_functions.items():
+            problems = asm.missing.get(a, [])
+            parts.append(f"{a} `{name}`: " + ("ok" if not problems else "; ".join(problems)))
+        main_problems = asm.missing.get("main", [])
+        parts.append(f"main `{asm.entry_point}`: " + ("ok" if not main_problems else "; ".join(main_problems)))
+        lines.append("Structure: " + " | ".join(parts))
+        mine = list(scored.extracted[agent].notes) + asm.notes.get(agent, [])
+        if mine:
+            lines.append("About your answer: " + "; ".join(mine))
+        if asm.syntax_error:
+            lines.append(f"Syntax: the combined program does not parse: {asm.syntax_error}")
+        elif not asm.structure_passed:
+            lines.append("Syntax: the combined program parses, but tests were not run (a definition is missing).")
+        if scored.result is not None:
+            lines.append(render_feedback(scored.result, FeedbackConfig(mode="detailed", label="Tests")))
+        c = score.components
+        if score.passed >= 1 and asm.main_fn is not None:
+            lines.append(
+                "Cooperation: main calls the helper(s): "
+                f"{'yes' if c['coop_calls_helper'] > 0 else 'no'}; main does its own work: "
+                f"{'yes' if c['coop_not_thin'] > 0 else 'no'}; a helper's return value ignored: "
+                f"{'yes' if c['coop_result_ignored'] < 0 else 'no'}."
+            )
+        lines.append(redo)
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ extras
+    def _hidden_state(self) -> str:
+        last = self.history[-1] if self.history else None
+        return (
+            f"task: {self.problem.task_id}; entry point: {self.problem.entry_point}; "
+            f"helpers: {self.helper_functions}; turn: {self.turn}; "
+            f"last score: {last.score.total if last else None}\n"
+            + (f"last joint program:\n{last.assembly.program}" if last else "")
+        )
+
+    def return_range(self) -> tuple[float, float]:
+        low = self.format_penalty * len(self.possible_agents) * self.max_turns
+        return (low, self.reward_config.max_score)
+
+    def coalition_value(self, unmasked: frozenset[str], mode: str = "rescore") -> float:
+        """Score of the last scored turn's program with agents outside ``unmasked`` masked.
+
+        See the module docstring; ``v(all agents)`` equals that turn's score. The sandbox
+        runs only where the reward needs it (with the default gating a masked agent fails
+        the structure level, so no run is needed).
+        """
+        if mode not in self.counterfactual_modes:
+            raise ValueError(f"unsupported counterfactual mode {mode!r}; supported: {self.counterfactual_modes}")
+        unknown = set(unmasked) - set(self.possible_agents)
+        if unknown:
+            raise KeyError(f"unknown agents {sorted(unknown)}")
+        if not self.history:
+            raise RuntimeError("coalition_value needs a finished turn to re-score")
+        last = self.history[-1]
+        masked = frozenset(self.possible_agents) - frozenset(unmasked)
+        if not masked:
+            return last.score.total
+        texts = self.turn_answers[-1]
+        return self.scorer.score(Submission(self.problem, texts, masked)).score.total
+
+
+env = make_env_fn(raw_env)
+parallel_env = make_parallel_env_fn(raw_env)
+
+
+def best_policy(env, agent: str) -> str:
+    """The oracle: the reference solution split into a real helper and a main that uses it."""
+    inner = env.unwrapped
+    return oracle_answers(inner.problem, inner.helper_functions, "main")[agent]
+
+
+def main_only_policy(env, agent: str) -> str:
+    """Helpers write their oracle functions, main solves alone without calling them."""
+    inner = env.unwrapped
+    return main_only_answers(inner.problem, inner.helper_functions, "main")[agent]
+
+
+def random_policy(env, agent: str, rng: np.random.Generator) -> str:
+    """A random pick among: the oracle answer, the main-only answer, an empty answer, junk
+    text, a trivial function and a syntax error."""
+    inner = env.unwrapped
+    name = inner.helper_functions.get(agent, inner.problem.entry_point)
+    choices = [
+        lambda: best_policy(env, agent),
+        lambda: main_only_policy(env, agent),
+        lambda: "",
+        lambda: "I am not sure how to solve this.",
+        lambda: f"```python\ndef {name}(*args):\n    return None\n```",
+        lambda: f"```python\ndef {name}(x:\n    return x\n```",
+    ]
+    return choices[int(rng.integers(len(choices)))]()

@@ -1,0 +1,598 @@
+"""``code/tree_search_v0``: several agents grow one search tree of candidate programs (MARS2).
+
+One episode = one problem and one search tree (:mod:`llm_marl_envs.code.tree`). Each turn
+the **environment** decides where the next node goes and who writes it, by Thompson
+sampling on the scores seen so far in this tree (:mod:`llm_marl_envs.code.selection`:
+a virtual ``GEN`` arm -- write a new child here -- against going down into an existing
+child, AB-MCTS style; then one draw per agent from the posterior of its own node
+scores). ``agent_selection`` is that agent; it writes exactly one node per turn.
+
+Observations (a fresh chat per node by default, ``history="node"``; ``history="full"``
+keeps each agent's whole chat):
+
+- a **draft** (new child of the problem): the problem statement;
+- a **refinement** of node ``p``: the problem, ``p``'s program and ``p``'s structured
+  public-test feedback (:mod:`llm_marl_envs.code.feedback`: per failing test a wrong
+  answer with ``input`` / ``expected`` / ``got``, or the exception with its trimmed
+  traceback, or a timeout / memory limit; or the syntax error with line and column).
+
+Scoring. A node's score is the fraction of *public* tests its program passes
+(``score_mode="binary"``: 1 if all pass, else 0). The node budget ``max_nodes`` (=
+``max_turns``) ends the episode (truncation); with ``stop_when_solved=True`` the episode
+ends (terminates) as soon as a node passes every public test -- the hidden tests still
+decide the reward. The final joint reward is the *hidden*-test pass rate
+(``final_reward="binary"``: 1 if all hidden tests pass) of the best node by public score,
+ties to the earliest node (smallest id). Per-turn rewards are 0 until the last turn,
+which carries the final reward, so the episode return equals the final reward.
+``infos[agent]["reward_components"]`` of every turn holds the new node's ``node_score``
+(and ``node_passed`` / ``node_total``); the last turn adds ``final_reward``,
+``best_node`` and ``best_public_score``.
+
+Node records. After every step ``infos[agent]["node"]`` is the record of the node just
+written (id, parent_id, depth, agent, kind, program, score, passed, total, status,
+prompt_feedback -- what its author was shown --, feedback -- its own public-test
+feedback --, infra_error, hidden_score, children; see :mod:`llm_marl_envs.code.tree`)
+and ``infos[agent]["decision"]`` how it was chosen. The whole tree is
+``env.unwrapped.tree`` (``tree.to_records()``), so a MARS2 trainer can compute its
+tree-wide advantage and its parent/sibling-baseline shaping; the final step's infos add
+``infos[agent]["final"]`` (best node, its hidden score and counts).
+
+Data (``dataset=``): ``"humaneval"`` (function-style: public tests = the examples in the
+prompt, parsed into asserts; a configurable number of ``check`` asserts where a prompt has
+none; hidden tests = the full ``check``, see :mod:`llm_marl_envs.code.problem_tests`),
+``"stdio_sample"`` (the 8 shipped stdin/stdout problems), a path to a JSONL file
+(LiveCodeBench, APPS, CodeContests, the native stdin/stdout format, or a
+HumanEval/MBPP-shaped function-style file; ``dataset_format=``), or a list of
+:class:`~llm_marl_envs.data.humaneval.CodeProblem` /
+:class:`~llm_marl_envs.data.stdio_problems.StdioProblem`. ``reset(options={"problem":
+i})`` picks problem ``i``; otherwise the seeded generator draws one.
+
+Sandbox infrastructure errors are never scored as a wrong answer. With
+``on_infra_error="flag"`` (default) a node whose public run failed for infrastructure
+reasons gets ``score=None``, ``status="infra_error"``: it is excluded from the selection
+posteriors and from the best-node choice, its record carries the message, and the turn's
+components have ``infra_error = 1``. If the final hidden evaluation fails (or no node
+could be scored) the final reward is 0 **and** ``reward_components["infra_excluded"] = 1``
+and ``infos[agent]["final"]["infra_error"]`` is set: trainers must drop such episodes.
+``on_infra_error="raise"`` raises :class:`~llm_marl_envs.sandbox.SandboxError` instead.
+
+Answers with no code (empty, prose only) are a format issue (penalized by
+``format_penalty``) and become a node with score 0 and ``status="no_code"`` without
+running anything. Programs run only inside the sandbox.
+
+Scripted policies: :func:`best_policy` (oracle: the reference solution at every node),
+:func:`buggy_then_fixed_policy` (writes a wrong program; repairs it only when its
+observation shows a failing *public* input in the feedback), :func:`always_fail_policy`,
+:func:`random_policy`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from llm_marl_envs.code.extract import extract_code
+from llm_marl_envs.code.feedback import (
+    COMPILE_ERROR,
+    FeedbackConfig,
+    analyze,
+    parse_failures,
+)
+from llm_marl_envs.code.problem_tests import PUBLIC_SETUP, public_tests_for
+from llm_marl_envs.code.selection import Decision, SelectionConfig, choose
+from llm_marl_envs.code.tree import NO_CODE, Node, SearchTree
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn
+from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, load_humaneval
+from llm_marl_envs.data.stdio_problems import (
+    StdioProblem,
+    load_stdio_problems,
+    load_stdio_sample,
+)
+from llm_marl_envs.sandbox import (
+    AssertTest,
+    IOTest,
+    SandboxError,
+    default_sandbox,
+    tests_from_check,
+)
+
+FUNCTION = "function"
+STDIO = "stdio"
+SCORE_MODES = ("fraction", "binary")
+INFRA_POLICIES = ("flag", "raise")
+HISTORY_MODES = ("node", "full")
+HIDDEN_EVAL = ("best", "all")
+
+DEFAULT_INSTRUCTIONS = (
+    "You are {agent}, one of {n} programmers who together search for a correct solution to a "
+    "programming problem. You will be asked either to write a solution from scratch or to "
+    "improve a previous candidate using its test results. Answer with one complete Python "
+    "program in a ```python code block."
+)
+
+
+@dataclass(frozen=True)
+class SearchProblem:
+    """A problem ready for the search: what the agents see, and the two test sets.
+
+    ``kind`` is ``"function"`` (tests call ``candidate`` = the entry point) or ``"stdio"``.
+    ``prelude`` goes in front of every program (imports and helpers the prompt provides).
+    """
+
+    task_id: str
+    kind: str
+    statement: str
+    public_setup: str
+    public_tests: tuple[Any, ...]
+    hidden_setup: str
+    hidden_tests: tuple[Any, ...]
+    reference: str | None
+    entry_point: str = ""
+    prelude: str = ""
+    public_source: str = "examples"  #: "examples" (from the prompt), "check" (fallback) or "io"
+    public_inputs: tuple[str, ...] = field(default_factory=tuple)  #: how feedback names each public input
+
+
+def function_problem(problem: CodeProblem, fallback_asserts: int = 3) -> SearchProblem:
+    """Public tests from the prompt's examples, hidden tests from the full ``check``."""
+    hidden_setup, hidden = tests_from_check(problem.test, problem.entry_point)
+    source, public_asserts, public_inputs = public_tests_for(problem, fallback_asserts)
+    binding = f"candidate = {problem.entry_point}\n"
+    if public_asserts:
+        public_setup = PUBLIC_SETUP + "\n" + binding
+        public = tuple(AssertTest(a, name=f"public_{i}") for i, a in enumerate(public_asserts))
+    else:  # no example and no top-level assert in check: the public tests are the whole check
+        source, public_setup, public, public_inputs = "check", hidden_setup, tuple(hidden), ()
+    return SearchProblem(
+        task_id=problem.task_id,
+        kind=FUNCTION,
+        statement=problem.prompt,
+        public_setup=public_setup,
+        public_tests=public,
+        hidden_setup=hidden_setup,
+        hidden_tests=tuple(hidden),
+        reference=problem.reference_program,
+        entry_point=problem.entry_point,
+        prelude=problem.prelude(),
+        public_source=source,
+        public_inputs=tuple(public_inputs),
+    )
+
+
+def stdio_problem(problem: StdioProblem) -> SearchProblem:
+    """Public tests = the problem's public tests, hidden tests = its private tests."""
+    public = tuple(IOTest(c.input, c.output, name=f"public_{i}") for i, c in enumerate(problem.public_tests))
+    hidden = tuple(IOTest(c.input, c.output, name=f"hidden_{i}") for i, c in enumerate(problem.private_tests))
+    return SearchProblem(
+        task_id=problem.task_id,
+        kind=STDIO,
+        statement=problem.statement,
+        public_setup="",
+        public_tests=public,
+        hidden_setup="",
+        hidden_tests=hidden or public,
+        reference=problem.reference_solution,
+        public_source="io",
+        public_inputs=tuple(c.input.rstrip("\n") for c in problem.public_tests),
+    )
+
+
+def load_search_problems(
+    dataset: str | Path | Sequence[CodeProblem | StdioProblem] = "humaneval",
+    dataset_format: str = "auto",
+    fallback_asserts: int = 3,
+) -> list[SearchProblem]:
+    """Resolve ``dataset=`` (see the module docstring) into search problems."""
+    if isinstance(dataset, (str, Path)):
+        name = str(dataset)
+        if name.lower() == "humaneval":
+            raw: list[Any] = load_humaneval()
+        elif name.lower() == "stdio_sample":
+            raw = load_stdio_sample()
+        elif dataset_format in ("humaneval", "mbpp"):
+            raw = load_code_problems(name)
+        else:
+            try:
+                raw = load_stdio_problems(name, format=dataset_format)
+            except ValueError as exc:
+                if dataset_format != "auto" or "cannot tell the format" not in str(exc):
+                    raise
+                raw = load_code_problems(name)
+    else:
+        raw = list(dataset)
+    out = []
+    for p in raw:
+        if isinstance(p, SearchProblem):
+            out.append(p)
+        elif isinstance(p, CodeProblem):
+            out.append(function_problem(p, fallback_asserts))
+        elif isinstance(p, StdioProblem):
+            out.append(stdio_problem(p))
+        else:
+            raise TypeError(f"problems must be CodeProblem or StdioProblem, got {type(p).__name__}")
+    if not out:
+        raise ValueError("the dataset has no problems")
+    return out
+
+
+class raw_env(TextCollabEnv):
+    """MARS2 multi-agent tree search over candidate programs (see the module docstring).
+
+    Args:
+        dataset: ``"humaneval"``, ``"stdio_sample"``, a JSONL path, or a list of problems.
+        dataset_format: for a path: ``"auto"``, ``"native"``, ``"livecodebench"``, ``"apps"``,
+            ``"code_contests"`` (stdin/stdout) or ``"humaneval"`` / ``"mbpp"`` (function-style).
+        problem_ids: keep only these task ids (in this order).
+        n_problems: keep only the first ``n_problems`` (after ``problem_ids``).
+        n_agents: number of agents (``agent_0 .. agent_{n-1}``) unless ``agent_names`` is given.
+        agent_names: explicit agent names.
+        agent_instructions: one system prompt for all agents, or one per agent (heterogeneous
+            agents); ``{agent}`` and ``{n}`` are filled in.
+        max_nodes: node budget = ``max_turns`` (one node per turn).
+        score_mode: node score, ``"fraction"`` of public tests passed or ``"binary"``.
+        final_reward: ``"fraction"`` of hidden tests passed by the best node or ``"binary"``.
+        stop_when_solved: end the episode once a node passes every public test.
+        selection: Thompson-sampling settings (:class:`SelectionConfig`).
+        feedback: what refinements are shown (:class:`FeedbackConfig`).
+        history: ``"node"`` (a fresh chat per node) or ``"full"`` (each agent's whole chat).
+        fallback_asserts: ``check`` asserts used as public tests where a prompt has no example.
+        hidden_eval: ``"best"`` (hidden tests run on the final best node only) or ``"all"``
+            (on every node too; ``hidden_score`` in each record, for analysis).
+        on_infra_error: ``"flag"`` or ``"raise"`` (see the module docstring).
+        timeout_s: per-test time limit passed to the sandbox (None = its default).
+        sandbox: a :class:`~llm_marl_envs.sandbox.Sandbox` (None = the shared default).
+        format_penalty: added to the turn reward when the answer has a format issue.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "tree_search_v0", "is_parallelizable": False}
+    shared_attributes = ("sandbox", "problems")
+
+    def __init__(
+        self,
+        dataset: str | Path | Sequence[CodeProblem | StdioProblem] = "humaneval",
+        dataset_format: str = "auto",
+        problem_ids: Sequence[str] | None = None,
+        n_problems: int | None = None,
+        n_agents: int = 2,
+        agent_names: Sequence[str] | None = None,
+        agent_instructions: str | Sequence[str] | None = None,
+        max_nodes: int = 8,
+        score_mode: str = "fraction",
+        final_reward: str = "fraction",
+        stop_when_solved: bool = False,
+        selection: SelectionConfig | None = None,
+        feedback: FeedbackConfig | None = None,
+        history: str = "node",
+        fallback_asserts: int = 3,
+        hidden_eval: str = "best",
+        on_infra_error: str = "flag",
+        timeout_s: float | None = None,
+        sandbox: Any = None,
+        format_penalty: float = 0.0,
+        max_action_chars: int = 16_384,
+        render_mode: str | None = None,
+    ) -> None:
+        for name, value, allowed in (
+            ("score_mode", score_mode, SCORE_MODES),
+            ("final_reward", final_reward, SCORE_MODES),
+            ("history", history, HISTORY_MODES),
+            ("hidden_eval", hidden_eval, HIDDEN_EVAL),
+            ("on_infra_error", on_infra_error, INFRA_POLICIES),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        if max_nodes < 1:
+            raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
+        names = list(agent_names) if agent_names is not None else [f"agent_{i}" for i in range(n_agents)]
+        if not names:
+            raise ValueError("need at least one agent")
+        if agent_instructions is None or isinstance(agent_instructions, str):
+            texts = [agent_instructions or DEFAULT_INSTRUCTIONS] * len(names)
+        else:
+            texts = list(agent_instructions)
+            if len(texts) != len(names):
+                raise ValueError(f"{len(texts)} agent_instructions for {len(names)} agents")
+        roles = [Role(a, t.format(agent=a, n=len(names))) for a, t in zip(names, texts)]
+        super().__init__(
+            roles,
+            max_turns=max_nodes,
+            max_action_chars=max_action_chars,
+            format_penalty=format_penalty,
+            render_mode=render_mode,
+        )
+        problems = load_search_problems(dataset, dataset_format, fallback_asserts)
+        if problem_ids is not None:
+            by_id = {p.task_id: p for p in problems}
+            missing = [t for t in problem_ids if t not in by_id]
+            if missing:
+                raise KeyError(f"unknown problem ids {missing[:5]}")
+            problems = [by_id[t] for t in problem_ids]
+        if n_problems is not None:
+            if n_problems < 1:
+                raise ValueError("n_problems must be >= 1")
+            problems = problems[:n_problems]
+        self.problems: list[SearchProblem] = problems
+        self.max_nodes = max_nodes
+        self.score_mode = score_mode
+        self.final_reward_mode = final_reward
+        self.stop_when_solved = stop_when_solved
+        self.selection = selection or SelectionConfig()
+        self.feedback_config = feedback or FeedbackConfig()
+        self.history = history
+        self.hidden_eval = hidden_eval
+        self.on_infra_error = on_infra_error
+        self.timeout_s = timeout_s
+        self.sandbox = sandbox if sandbox is not None else default_sandbox()
+        self.tree = SearchTree()
+        self.problem: SearchProblem = problems[0]
+        self.problem_index = 0
+        self.decision: Decision | None = None
+        self.decisions: list[Decision] = []
+        self.final: dict[str, Any] = {}
+        self._new_node: Node | None = None
+
+    # ------------------------------------------------------------------ hooks
+    def _setup(self, rng: np.random.Generator, options: dict) -> None:
+        if "problem" in options:
+            index = int(options["problem"])
+            if not 0 <= index < len(self.problems):
+                raise IndexError(f"problem index {index} out of range [0, {len(self.problems)})")
+        else:
+            index = int(rng.integers(len(self.problems)))
+        self.problem_index = index
+        self.problem = self.problems[index]
+        self.tree = SearchTree()
+        self.decision = None
+        self.decisions = []
+        self.final = {}
+        self._new_node = None
+
+    def _begin_turn(self) -> None:
+        decision = choose(self.tree, self.agents, self.turn, self.selection, self.np_random)
+        self.decision = decision
+        self.decisions.append(decision)
+        agent = decision.agent
+        if self.history == "node":
+            self._histories[agent] = self._histories[agent][:1]
+            self._obs_cache.pop(agent, None)
+        self.tell(agent, self._node_prompt(decision.parent_id))
+
+    def _turn_agents(self) -> list[str]:
+        assert self.decision is not None
+        return [self.decision.agent]
+
+    def _on_action(self, agent: str, action: Action) -> None:
+        assert self.decision is not None
+        parent_id = self.decision.parent_id
+        shown = self.tree[parent_id].feedback if parent_id >= 0 else ""
+        code = extract_code(action.text).code
+        common = dict(parent_id=parent_id, agent=agent, turn=self.turn, prompt_feedback=shown, program=code)
+        if not code.strip():
+            self.flag_format(agent, "no Python code found in the answer")
+            total = len(self.problem.public_tests)
+            self._new_node = self.tree.add(
+                **common, score=0.0, passed=0, total=total, status=NO_CODE,
+                feedback=f"{self.feedback_config.label}: 0/{total} passed. No Python code was found in the answer.",
+            )  # fmt: skip
+            return
+        result = self._run(code, self.problem.public_setup, self.problem.public_tests)
+        fb = analyze(result)
+        if fb.is_infra_error:
+            self._infra(f"public tests of node {len(self.tree)}: {fb.infra_error}")
+            self._new_node = self.tree.add(
+                **common, score=None, passed=0, total=fb.total, status=fb.status,
+                feedback=fb.render(self.feedback_config), infra_error=fb.infra_error,
+            )  # fmt: skip
+            return
+        if fb.status == COMPILE_ERROR:
+            self.flag_format(agent, "the program does not compile")
+        self._new_node = self.tree.add(
+            **common, score=self._score(fb.passed, fb.total, self.score_mode), passed=fb.passed,
+            total=fb.total, status=fb.status, feedback=fb.render(self.feedback_config),
+        )  # fmt: skip
+        if self.hidden_eval == "all":
+            self._new_node.hidden_score = self._hidden(self._new_node)[0]
+
+    def _end_turn(self) -> TurnOutcome:
+        node = self._new_node
+        assert node is not None
+        components = {
+            "node_score": node.score if node.score is not None else 0.0,
+            "node_passed": float(node.passed),
+            "node_total": float(node.total),
+            "infra_error": float(node.infra_error is not None),
+        }
+        solved = node.score is not None and node.total > 0 and node.passed == node.total
+        stop = self.stop_when_solved and solved
+        if not (stop or self.turn + 1 >= self.max_turns):
+            return TurnOutcome(0.0, components)
+        reward = self._finish()
+        components.update(
+            final_reward=reward,
+            best_node=float(self.final.get("best_node", -1)),
+            best_public_score=float(self.final.get("best_public_score", 0.0)),
+            infra_excluded=float(bool(self.final.get("infra_error"))),
+        )
+        return TurnOutcome(reward, components, terminated=stop)
+
+    def step(self, action: Any) -> None:
+        self._new_node = None
+        super().step(action)
+        node = self._new_node
+        if node is None:
+            return
+        decision = self.decisions[node.id]
+        for a in self.infos:
+            self.infos[a]["node"] = node.to_record()
+            self.infos[a]["decision"] = {"parent_id": decision.parent_id, "agent": decision.agent,
+                                         "path": list(decision.path)}  # fmt: skip
+            if self.final:
+                self.infos[a]["final"] = dict(self.final)
+
+    def _hidden_state(self) -> str:
+        return (
+            f"problem {self.problem.task_id} ({self.problem.kind}, {len(self.problem.public_tests)} public / "
+            f"{len(self.problem.hidden_tests)} hidden tests)\n{self.tree.render(self.final.get('best_node'))}"
+        )
+
+    def return_range(self) -> tuple[float, float]:
+        low = self.format_penalty * self.max_nodes if self.format_penalty < 0 else 0.0
+        return (low, 1.0)
+
+    def render(self) -> str | None:
+        best = self.tree.best()
+        text = (
+            f"{self.transcript()}\n\nSearch tree for {self.problem.task_id} "
+            f"({len(self.tree)}/{self.max_nodes} nodes):\n{self.tree.render(best.id if best else None)}"
+        )
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # ------------------------------------------------------------------ internals
+    def _node_prompt(self, parent_id: int) -> str:
+        p = self.problem
+        if p.kind == FUNCTION:
+            task = (f"Write the Python function `{p.entry_point}` described below (complete code, "
+                    "including the imports it needs).")  # fmt: skip
+        else:
+            task = "Write a complete Python program that reads the input from stdin and prints the answer to stdout."
+        head = f"Problem {p.task_id}. {task}\n\n{p.statement.strip()}\n"
+        if parent_id < 0:
+            return head + "\nWrite a new solution from scratch. Answer with one ```python code block."
+        parent = self.tree[parent_id]
+        return (
+            f"{head}\nA previous candidate (node #{parent.id}, by {parent.agent}):\n```python\n"
+            f"{parent.program}\n```\n\nIts results:\n{parent.feedback}\n\n"
+            "Fix it: answer with one complete corrected program in a ```python code block."
+        )
+
+    def _program(self, code: str) -> str:
+        return f"{self.problem.prelude}\n\n{code}" if self.problem.prelude else code
+
+    def _run(self, code: str, setup: str, tests: Sequence[Any]) -> Any:
+        try:
+            return self.sandbox.run(self._program(code), tests, setup=setup, timeout_s=self.timeout_s)
+        except SandboxError:
+            if self.on_infra_error == "raise":
+                raise
+            return _InfraResult(tests)
+
+    def _score(self, passed: int, total: int, mode: str) -> float:
+        if total == 0:
+            return 0.0
+        return float(passed == total) if mode == "binary" else passed / total
+
+    def _hidden(self, node: Node) -> tuple[float | None, int, int, str | None]:
+        """(score, passed, total, infra_error) of ``node`` on the hidden tests."""
+        total = len(self.problem.hidden_tests)
+        if not node.program.strip() or node.status == COMPILE_ERROR:
+            return 0.0, 0, total, None
+        result = self._run(node.program, self.problem.hidden_setup, self.problem.hidden_tests)
+        fb = analyze(result)
+        if fb.is_infra_error:
+            self._infra(f"hidden tests of node {node.id}: {fb.infra_error}")
+            return None, 0, total, fb.infra_error
+        return self._score(fb.passed, fb.total, self.final_reward_mode), fb.passed, fb.total, None
+
+    def _finish(self) -> float:
+        best = self.tree.best()
+        if best is None:
+            self.final = {"best_node": -1, "hidden_score": None, "infra_error": "no node could be scored"}
+            return 0.0
+        if self.hidden_eval == "all" and best.hidden_score is not None:
+            score, passed, total, infra = best.hidden_score, None, len(self.problem.hidden_tests), None
+        else:
+            score, passed, total, infra = self._hidden(best)
+            best.hidden_score = score
+        self.final = {
+            "best_node": best.id,
+            "best_public_score": best.score,
+            "hidden_score": score,
+            "hidden_passed": passed,
+            "hidden_total": total,
+            "infra_error": infra,
+            "n_nodes": len(self.tree),
+        }
+        return 0.0 if score is None else float(score)
+
+    def _infra(self, message: str) -> None:
+        if self.on_infra_error == "raise":
+            raise SandboxError(f"sandbox infrastructure error (not a wrong answer): {message}")
+
+
+@dataclass
+class _InfraResult:
+    """Stands for an ExecResult when the sandbox raised: everything is an infrastructure error."""
+
+    tests_run: Sequence[Any]
+    infra_error: str = "the sandbox raised an error"
+    compile_error: str | None = None
+    tests: tuple = ()
+
+
+env = make_env_fn(raw_env)
+
+
+# ---------------------------------------------------------------------------- policies
+def _fenced(code: str) -> str:
+    return f"```python\n{code.rstrip()}\n```"
+
+
+def best_policy(env: Any, agent: str) -> str:
+    """Oracle: the problem's reference solution, at every node."""
+    problem = env.unwrapped.problem
+    if problem.reference is None:
+        raise ValueError(f"problem {problem.task_id} has no reference solution")
+    return _fenced(problem.reference)
+
+
+def wrong_program(problem: SearchProblem) -> str:
+    """A program that fails every test of ``problem`` with a visible wrong answer."""
+    if problem.kind == FUNCTION:
+        return (
+            "class _Wrong:\n    def __repr__(self):\n        return '<wrong>'\n\n\n"
+            f"def {problem.entry_point}(*args, **kwargs):\n    return _Wrong()\n"
+        )
+    return "import sys\nsys.stdin.read()\nprint('<wrong>')\n"
+
+
+def buggy_then_fixed_policy(env: Any, agent: str) -> str:
+    """Writes a wrong program; writes the reference only when its observation shows a failing input.
+
+    The repair is triggered by parsing the feedback text of the agent's current prompt
+    (:func:`~llm_marl_envs.code.feedback.parse_failures`): only if a failure block's
+    ``input`` is one of the problem's public inputs does it fix the program. With no
+    feedback, or feedback that does not show inputs, it keeps writing the wrong program.
+    """
+    raw = env.unwrapped
+    chat = raw.observe_chat(agent)
+    prompt = next((m["content"] for m in reversed(chat) if m["role"] == "user"), "")
+    shown = {f["input"].strip() for f in parse_failures(prompt) if "input" in f}
+    if shown & {i.strip() for i in raw.problem.public_inputs}:
+        return best_policy(env, agent)
+    return _fenced(wrong_program(raw.problem))
+
+
+def always_fail_policy(env: Any, agent: str) -> str:
+    """Always the wrong program (gets 0)."""
+    return _fenced(wrong_program(env.unwrapped.problem))
+
+
+def random_policy(env: Any, agent: str, rng: np.random.Generator) -> str:
+    """A random one of: the reference, the wrong program, prose without code, empty."""
+    problem = env.unwrapped.problem
+    options = [_fenced(wrong_program(problem)), "I am not sure how to solve this.", ""]
+    if problem.reference:
+        options.append(_fenced(problem.reference))
+    return options[int(rng.integers(len(options)))]
+
+
+def tree_json(env: Any) -> str:
+    """The episode's tree as JSON (one record per node)."""
+    return json.dumps(env.unwrapped.tree.to_records())

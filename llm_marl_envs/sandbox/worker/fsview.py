@@ -1,0 +1,225 @@
+"""The fork server's private view of the file system (inside its own mount namespace).
+
+* ``/tmp``, ``/var/tmp``, ``/dev/shm`` (configurable) become fresh, size-limited tmpfs
+  mounts private to this worker: jobs never see the host's temporary files, cannot leave
+  files behind in them (they are wiped after every job) and cannot fill the host's disk.
+* ``/root`` and ``/home`` (configurable) are hidden behind empty tmpfs mounts.
+* Every directory Python needs (its prefixes and ``sys.path``) is made reachable again, read
+  only, at its usual path: a directory hidden by the two rules above, or behind a directory
+  the unprivileged job user may not traverse (e.g. a pyenv install under a 0700 ``/root``),
+  is bind-mounted back in place on an otherwise empty tmpfs.
+* With a PID namespace, ``/proc`` is remounted so jobs only see their worker's processes.
+
+Everything is best effort: what failed is listed in ``FsView.notes`` and the fork server's
+start-up self-test decides whether the result is usable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from dataclasses import dataclass, field
+
+from . import linux
+
+_PRESERVED_FLAGS = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC | 1024 | 2048
+_ST_RELATIME = 4096
+_MS_RELATIME = 1 << 21
+
+
+@dataclass
+class FsView:
+    """What :func:`setup_fs_view` achieved, and what must be wiped after each job."""
+
+    masks: list[str] = field(default_factory=list)  # tmpfs mounted here
+    private_dirs: list[str] = field(default_factory=list)  # world-writable tmpfs (temp dirs)
+    exposed: set[str] = field(default_factory=set)  # read-only binds re-exposing needed paths
+    skeleton: set[str] = field(default_factory=set)  # directories created to hold the binds
+    proc_mounted: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def job_root(self) -> str | None:
+        """A private temporary directory to create job directories in (None: use the host's)."""
+        return self.private_dirs[0] if self.private_dirs else None
+
+    def wipe(self) -> None:
+        """Delete everything jobs may have created in the masked directories."""
+        for mask in self.masks:
+            _wipe(mask, self.exposed, self.skeleton)
+
+
+def python_paths() -> list[str]:
+    """Directories (or zip files) the interpreter needs to import modules."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths.update(p for p in sys.path if p)
+    out = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if os.path.exists(real):
+            out.append(real)
+    return sorted(set(out))
+
+
+def setup_fs_view(
+    *,
+    private_dirs: list[str],
+    hidden_paths: list[str],
+    needed_paths: list[str],
+    run_uid: int,
+    run_gid: int,
+    tmpfs_size_mb: int,
+    mount_proc: bool,
+) -> FsView:
+    view = FsView()
+    try:
+        linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    except OSError as exc:
+        view.notes.append(f"cannot make mounts private ({exc}); file system view unchanged")
+        return view
+    if mount_proc:
+        try:
+            linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+            view.proc_mounted = True
+        except OSError as exc:
+            view.notes.append(f"cannot mount a private /proc ({exc})")
+    private = {os.path.realpath(p) for p in private_dirs}
+    candidates = private | {os.path.realpath(p) for p in hidden_paths}
+    for path in needed_paths:
+        candidates.update(_blocking_ancestors(path, run_uid, run_gid))
+    for mask in sorted(candidates, key=lambda p: (p.count("/"), p)):
+        if mask == "/" or not os.path.isdir(mask) or os.path.islink(mask) or mask in view.skeleton:
+            continue
+        if any(_is_within(mask, n) for n in needed_paths):
+            continue  # masking it would hide (part of) something Python needs
+        is_private = mask in private
+        options = f"mode={'1777' if is_private else '0755'},size={tmpfs_size_mb if is_private else 1}m"
+        try:
+            _mask(view, mask, options, needed_paths)
+        except OSError as exc:
+            view.notes.append(f"cannot mask {mask} ({exc})")
+            continue
+        view.masks.append(mask)
+        if is_private:
+            view.private_dirs.append(mask)
+    return view
+
+
+def _mask(view: FsView, mask: str, options: str, needed_paths: list[str]) -> None:
+    inside = [n for n in needed_paths if _is_within(n, mask) and n != mask]
+    inside = [n for n in inside if not any(o != n and _is_within(n, o) for o in inside)]
+    fds = {}
+    try:
+        for path in inside:
+            fds[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        linux.mount("tmpfs", mask, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, options)
+        old_umask = os.umask(0o022)
+        try:
+            for path, fd in fds.items():
+                _expose(view, mask, path, fd)
+        finally:
+            os.umask(old_umask)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _expose(view: FsView, mask: str, path: str, fd: int) -> None:
+    is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+    parent = path if is_dir else os.path.dirname(path)
+    current = mask
+    for part in os.path.relpath(parent, mask).split(os.sep):
+        if part in ("", "."):
+            continue
+        current = os.path.join(current, part)
+        if not os.path.isdir(current):
+            os.mkdir(current, 0o755)
+        view.skeleton.add(current)
+    if not is_dir:
+        with open(path, "a"):
+            pass
+    try:
+        linux.mount(f"/proc/self/fd/{fd}", path, None, linux.MS_BIND | linux.MS_REC)
+    except OSError as exc:
+        view.notes.append(f"cannot re-expose {path} ({exc})")
+        return
+    view.exposed.add(path)
+    flags = os.statvfs(path).f_flag
+    ro = linux.MS_BIND | linux.MS_REMOUNT | linux.MS_RDONLY | (flags & _PRESERVED_FLAGS)
+    if flags & _ST_RELATIME:
+        ro |= _MS_RELATIME
+    try:
+        linux.mount(None, path, None, ro)
+    except OSError as exc:
+        view.notes.append(f"{path} re-exposed read-write ({exc})")
+
+
+def _blocking_ancestors(path: str, uid: int, gid: int) -> list[str]:
+    """Ancestors of ``path`` that ``uid``/``gid`` may not traverse."""
+    out = []
+    current = os.path.dirname(path)
+    while current not in ("/", ""):
+        try:
+            st = os.stat(current)
+        except OSError:
+            break
+        if st.st_uid == uid:
+            bit = stat.S_IXUSR
+        elif st.st_gid == gid:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not st.st_mode & bit:
+            out.append(current)
+        current = os.path.dirname(current)
+    return out
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _wipe(directory: str, exposed: set[str], skeleton: set[str]) -> None:
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.path in exposed:
+            continue
+        if entry.path in skeleton:
+            _wipe(entry.path, exposed, skeleton)
+            continue
+        remove_path(entry.path)
+
+
+def remove_path(path: str) -> None:
+    """Delete a file or a whole tree, whatever permissions a job left on it."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=_make_writable_and_retry)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        # One more pass after making everything writable (a job may chmod 000 its dirs).
+        for root, dirs, _files in os.walk(path):
+            for d in dirs:
+                try:
+                    os.chmod(os.path.join(root, d), 0o700)
+                except OSError:
+                    pass
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _make_writable_and_retry(func, path, _exc_info) -> None:  # noqa: ANN001 - shutil callback
+    parent = os.path.dirname(path)
+    for p in (parent, path):
+        try:
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+    func(path)
