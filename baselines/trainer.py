@@ -20,6 +20,7 @@ mu_k / sigma_k and the Dr. MAS amplification factor; plus generation and trainin
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -132,16 +133,17 @@ class Trainer:
         seed_everything(config.seed)
         spec = llm_marl_envs.spec(config.env.name)
         self.env_module = spec.load()
-        self.template = spec.make(**config.env.kwargs)
-        self.template.reset(seed=config.seed)
-        self.agents = list(self.template.unwrapped.possible_agents)
+        self.pool = rollout.EnvPool(lambda: spec.make(**config.env.kwargs))
+        self.agents = list(self.pool.take(1)[0].unwrapped.possible_agents)
+        self.pool.release()
         if team is None:
             texts = env_texts(spec.make(**config.env.kwargs), self.env_module)
             team = build_team(config, self.agents, texts, self.run_dir)
         self.team = team
         g = config.generation
+        # the backend samples call i with seed (gen seed + i): reproducible, and resumable by its call counter
         self.gen_config = GenerationConfig(max_new_tokens=g.max_new_tokens, temperature=g.temperature,
-                                           top_p=g.top_p, top_k=g.top_k)
+                                           top_p=g.top_p, top_k=g.top_k, seed=config.seed * 1_000_003 + 1)
         self.backend = self._make_backend()
         self.param_sets = self._make_param_sets()
         self.task_rng = np.random.default_rng(config.seed)
@@ -153,10 +155,10 @@ class Trainer:
     def _make_backend(self) -> Any:
         g = self.config.generation
         if g.backend == "vllm":
-            from baselines.generation import VLLMBackend  # optional dependency
+            from baselines.generation.vllm_backend import VLLMBackend  # optional dependency
 
             return VLLMBackend(self.team, self.gen_config)
-        return TransformersBackend(self.team, self.gen_config)
+        return TransformersBackend(self.team, self.gen_config, max_batch_size=g.max_batch_size or None)
 
     def _make_param_sets(self) -> list[ParamSet]:
         o = self.config.optim
@@ -186,7 +188,7 @@ class Trainer:
         r = self.config.rollout
         with torch.no_grad():
             return rollout.sample(
-                self.mode, self.template, tasks, self.backend, group_size=r.group_size, tree_depth=r.tree_depth,
+                self.mode, self.pool, tasks, self.backend, group_size=r.group_size, tree_depth=r.tree_depth,
                 gamma=r.gamma, with_credit=self.config.scheme == "sharp", credit_method=r.credit_method,
                 credit_mode=r.credit_mode, tool_reward_key=r.tool_reward_key, max_steps=r.max_steps_per_episode)
 
@@ -343,14 +345,14 @@ class Trainer:
     def evaluate(self, n_episodes: int = 256, seed: int = 12_345) -> float:
         """Mean joint return of ``n_episodes`` sampled episodes on held-out seeds.
 
-        Runs under a forked torch RNG, so evaluating never changes the training run."""
+        Uses its own seeded backend, so evaluating never changes the training run's random streams."""
         rng = np.random.default_rng(seed)
         tasks = [rollout.Task(int(s)) for s in rng.integers(2**31 - 1, 2**32 - 1, size=n_episodes)]
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
-            torch.manual_seed(seed)
-            env = llm_marl_envs.make(self.config.env.name, **self.config.env.kwargs)
-            result = rollout.sample_episodes(env, tasks, self.backend, group_size=1,
-                                             max_steps=self.config.rollout.max_steps_per_episode)
+        backend = TransformersBackend(self.team, dataclasses.replace(self.gen_config, seed=seed),
+                                      max_batch_size=self.config.generation.max_batch_size or None)
+        with torch.no_grad():
+            result = rollout.sample("episodes", self.pool, tasks, backend, group_size=1,
+                                    max_steps=self.config.rollout.max_steps_per_episode)
         return _mean(result.returns)
 
     def chance(self) -> float:
@@ -366,6 +368,7 @@ class Trainer:
             "team": self.team.state_dict(),
             "optimizers": {str(s.key): s.optimizer.state_dict() for s in self.param_sets},
             "rng": rng_state(self.task_rng),
+            "generation_calls": getattr(self.backend, "_calls", 0),
             "config": self.config.to_dict(),
         }
 
@@ -379,6 +382,8 @@ class Trainer:
         for s in self.param_sets:
             s.optimizer.load_state_dict(ckpt["optimizers"][str(s.key)])
         set_rng_state(ckpt["rng"], self.task_rng)
+        if hasattr(self.backend, "_calls"):  # the backend seeds call i with (seed + i)
+            self.backend._calls = int(ckpt["generation_calls"])
         self.step = int(ckpt["step"])
 
     # -------------------------------------------------------------------- the run

@@ -17,7 +17,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,23 @@ _BUILTIN: tuple[EnvSpec, ...] = (
         name="search/planner_worker_v0",
         module="llm_marl_envs.search.planner_worker_v0",
         summary="planner + search workers answer multi-hop questions over BM25 (Dr. MAS, SHARP)",
+        parallelizable=False,
+        test_kwargs={
+            "n_entities": 30,
+            "n_questions": 20,
+            "max_hops": 3,
+            "max_turns": 4,
+            "n_workers": 2,
+            "max_tool_calls": 2,
+            "cache_dir": False,
+        },
     ),
     EnvSpec(
         name="code/tree_search_v0",
         module="llm_marl_envs.code.tree_search_v0",
         summary="agents grow one search tree of candidate programs per problem (MARS2)",
+        parallelizable=False,
+        test_kwargs={"dataset": "stdio_sample", "max_nodes": 3},
     ),
 )
 

@@ -27,7 +27,9 @@ class TransformersBackend:
         max_batch_size: most sequences per ``generate`` call (None: a whole policy group at once).
     """
 
-    def __init__(self, team: Team, config: GenerationConfig | None = None, *, max_batch_size: int | None = None):
+    def __init__(
+        self, team: Team, config: GenerationConfig | None = None, *, max_batch_size: int | None = None
+    ):
         self.team = team
         self.config = config or GenerationConfig()
         self.max_batch_size = max_batch_size
@@ -41,7 +43,9 @@ class TransformersBackend:
             return [int(t) for t in request.prompt_ids]
         return self.team.encode_prompt(request.agent, request.messages)
 
-    def generate(self, requests: Sequence[GenRequest], config: GenerationConfig | None = None) -> list[GenOutput]:
+    def generate(
+        self, requests: Sequence[GenRequest], config: GenerationConfig | None = None
+    ) -> list[GenOutput]:
         """One :class:`GenOutput` per request, in request order."""
         config = config or self.config
         call = self._calls
@@ -66,7 +70,9 @@ class TransformersBackend:
                 for start in range(0, len(idx), step):
                     chunk = idx[start : start + step]
                     agents = [requests[i].agent for i in chunk]
-                    for i, out in zip(chunk, self._generate_group(key, agents, [prompts[i] for i in chunk], config)):
+                    for i, out in zip(
+                        chunk, self._generate_group(key, agents, [prompts[i] for i in chunk], config)
+                    ):
                         outputs[i] = out
         return outputs  # type: ignore[return-value]
 
@@ -78,7 +84,6 @@ class TransformersBackend:
         self, key: PolicyKey, agents: list[str], prompts: list[list[int]], config: GenerationConfig
     ) -> list[GenOutput]:
         agent = agents[0]  # every agent of the group shares the model, adapter and tokenizer
-        model = self.team.model(agent)
         tok = self.team.tokenizer(agent)
         device = self.team.device(agent)
         pad_id = tok.pad_token_id
@@ -103,7 +108,10 @@ class TransformersBackend:
             return_dict_in_generate=True,
             output_logits=True,
         )
-        out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config)
+        with self.team.generating(agent) as model:
+            out = model.generate(
+                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config
+            )
         new = out.sequences[:, width:]
         logits = torch.stack(out.logits, dim=1).float() / config.scoring_temperature
         logp = torch.log_softmax(logits, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)

@@ -92,7 +92,9 @@ def _score_chunk(
         mask[i, lo:hi] = 1
     ids, mask = ids.to(device), mask.to(device)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=c_max + 1, use_cache=False)
+    out = model(
+        input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=c_max + 1, use_cache=False
+    )
     # logits at column j predict token j+1: columns p_max-1 .. p_max+c_max-2 predict the completion.
     logits = out.logits[:, :c_max, :].float() / temperature
     logp_all = torch.log_softmax(logits, dim=-1)

@@ -29,7 +29,13 @@ from typing import Literal
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, PreTrainedTokenizerFast, Qwen2Config
+from transformers import (
+    AutoModelForCausalLM,
+    GenerationConfig,
+    LlamaConfig,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+)
 from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
 BOS, EOS, PAD, UNK = "<s>", "</s>", "<pad>", "<unk>"
@@ -61,7 +67,9 @@ Arch = Literal["qwen2", "llama"]
 
 
 def _byte_level_bpe() -> Tokenizer:
-    tok = Tokenizer(models.BPE(unk_token=None, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
+    tok = Tokenizer(
+        models.BPE(unk_token=None, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False)
+    )
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
@@ -188,7 +196,13 @@ def build_tiny_model(
     return path
 
 
-def qwen25_05b_shape_config(vocab_size: int = 151_936) -> Qwen2Config:
+def qwen25_05b_shape_config(
+    vocab_size: int = 151_936,
+    *,
+    bos_token_id: int | None = None,
+    eos_token_id: int = 151_643,
+    pad_token_id: int = 151_643,
+) -> Qwen2Config:
     """A Qwen2 config with Qwen2.5-0.5B's shape (24 layers, 896 hidden, 14/2 heads), for random-init benchmarks."""
     return Qwen2Config(
         vocab_size=vocab_size,
@@ -201,7 +215,36 @@ def qwen25_05b_shape_config(vocab_size: int = 151_936) -> Qwen2Config:
         rope_theta=1_000_000.0,
         rms_norm_eps=1e-6,
         tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=vocab_size - 1,
-        pad_token_id=vocab_size - 2,
+        bos_token_id=bos_token_id,
+        eos_token_id=eos_token_id,
+        pad_token_id=pad_token_id,
     )
+
+
+def build_shape_model(
+    path: str | Path, config: Qwen2Config | LlamaConfig, *, texts: Iterable[str] = (), seed: int = 0
+) -> Path:
+    """Save a random-weight model of ``config``'s shape with a local word tokenizer (for speed benchmarks).
+
+    The tokenizer's special ids replace the config's; ids beyond the tokenizer's vocabulary
+    decode to nothing (random weights sample them), which is fine for timing.
+    """
+    path = Path(path)
+    tok = build_tokenizer(texts, kind="word")
+    if config.vocab_size < len(tok):
+        raise ValueError(f"config vocab_size {config.vocab_size} < tokenizer size {len(tok)}")
+    config.bos_token_id, config.eos_token_id, config.pad_token_id = (
+        tok.bos_token_id,
+        tok.eos_token_id,
+        tok.pad_token_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config)
+    model.generation_config = GenerationConfig(
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.rollout.base import RolloutResult, Task, reset_copies
+from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.branching import sample_branching
 from baselines.rollout.common import GenStats, Generator, Slot, play_lockstep
 from baselines.rollout.env_tree import has_search_tree, sample_env_tree
@@ -33,7 +33,7 @@ MODES = ("episodes", "branching", "joint_tree", "env_tree")
 
 def sample(
     mode: str,
-    template: Any,
+    pool: EnvPool,
     tasks: Sequence[Task],
     backend: Generator,
     *,
@@ -46,22 +46,26 @@ def sample(
     tool_reward_key: str = "tool_validity",
     max_steps: int = 1000,
 ) -> RolloutResult:
-    """Run the sampling ``mode`` on ``tasks`` (``template`` is an env made once and reset per task)."""
+    """Run the sampling ``mode`` on ``tasks`` with environments from ``pool`` (released at the end)."""
     common = dict(group_size=group_size, tool_reward_key=tool_reward_key, max_steps=max_steps)
-    if mode == "episodes":
-        return sample_episodes(template, tasks, backend, with_credit=with_credit, credit_method=credit_method,
-                               credit_mode=credit_mode, **common)
-    if mode == "branching":
-        return sample_branching(template, tasks, backend, **common)
-    if mode == "joint_tree":
-        return sample_joint_tree(template, tasks, backend, tree_depth=tree_depth, gamma=gamma, **common)
-    if mode == "env_tree":
-        return sample_env_tree(template, tasks, backend, **common)
-    raise ValueError(f"unknown rollout mode {mode!r}; known: {MODES}")
+    try:
+        if mode == "episodes":
+            return sample_episodes(pool, tasks, backend, with_credit=with_credit, credit_method=credit_method,
+                                   credit_mode=credit_mode, **common)
+        if mode == "branching":
+            return sample_branching(pool, tasks, backend, **common)
+        if mode == "joint_tree":
+            return sample_joint_tree(pool, tasks, backend, tree_depth=tree_depth, gamma=gamma, **common)
+        if mode == "env_tree":
+            return sample_env_tree(pool, tasks, backend, **common)
+        raise ValueError(f"unknown rollout mode {mode!r}; known: {MODES}")
+    finally:
+        pool.release()
 
 
 __all__ = [
     "MODES",
+    "EnvPool",
     "GenStats",
     "Generator",
     "RolloutResult",

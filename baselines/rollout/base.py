@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from baselines.rollout.common import GenStats
 from baselines.samples import SampleTable
@@ -35,7 +35,34 @@ class RolloutResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def reset_copies(template: Any, task: Task, n: int) -> list[Any]:
-    """Reset ``template`` on ``task`` and return ``n`` independent clones of that initial state."""
-    template.reset(seed=task.seed)
-    return [template.clone() for _ in range(n)]
+class EnvPool:
+    """Reusable environment instances built once by ``factory`` (``llm_marl_envs.make`` + kwargs).
+
+    A rollout :meth:`take` s fresh instances and resets them; resetting ``n`` instances with the
+    task's seed gives ``n`` identical initial states (the reset contract) far more cheaply than
+    deep-copying one. :meth:`release` returns every taken instance at the end of a rollout.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self.factory = factory
+        self._free: list[Any] = []
+        self._taken: list[Any] = []
+
+    def take(self, n: int) -> list[Any]:
+        while len(self._free) < n:
+            self._free.append(self.factory())
+        envs, self._free = self._free[:n], self._free[n:]
+        self._taken.extend(envs)
+        return envs
+
+    def release(self) -> None:
+        self._free.extend(self._taken)
+        self._taken = []
+
+
+def reset_copies(pool: EnvPool, task: Task, n: int) -> list[Any]:
+    """``n`` environments reset on ``task``: ``n`` independent copies of its initial state."""
+    envs = pool.take(n)
+    for env in envs:
+        env.reset(seed=task.seed)
+    return envs

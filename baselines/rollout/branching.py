@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.rollout.base import RolloutResult, Task, reset_copies
+from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.common import (
     GenStats,
     Generator,
@@ -46,7 +46,7 @@ from baselines.samples import Row, SampleTable
 
 
 def sample_branching(
-    template: Any,
+    pool: EnvPool,
     tasks: Sequence[Task],
     backend: Generator,
     *,
@@ -59,7 +59,7 @@ def sample_branching(
     mains = [
         Slot(env=env, task=task.id, episode=e, meta={"next_node": 0, "chosen": -1, "decision": 0})
         for task in tasks
-        for e, env in enumerate(reset_copies(template, task, episodes_per_task))
+        for e, env in enumerate(reset_copies(pool, task, episodes_per_task))
     ]
     stats = GenStats()
     rows: list[Row] = []
@@ -76,8 +76,9 @@ def sample_branching(
         outputs = generate(backend, [c.env for _, _, c in candidates], stats)
         for (_, _, cand), out in zip(candidates, outputs):
             step_with(cand, out)
-        # finish the turn of every candidate on its own scoring copy
-        scorers = [Slot(env=c.env.clone(), task=c.task, episode=c.episode, meta={"turn": c.samples[0].turn})
+        # finish the turn of every candidate on its own scoring copy (the candidate itself if it ended the turn)
+        scorers = [Slot(env=c.env if _turn_over(c) else c.env.clone(), task=c.task, episode=c.episode,
+                        meta={"turn": c.samples[0].turn})
                    for _, _, c in candidates]
         play_lockstep(scorers, backend, stats, until=lambda s: s.env.unwrapped.turn > s.meta["turn"],
                       max_steps=max_steps)
@@ -112,6 +113,10 @@ def sample_branching(
     return RolloutResult(SampleTable.from_rows(rows), returns, stats,
                          info={"greedy_return_mean": _mean([float(m.env.unwrapped.record.total_reward)
                                                             for m in mains])})
+
+
+def _turn_over(slot: Slot) -> bool:
+    return is_done(slot.env) or slot.env.unwrapped.turn > slot.samples[0].turn
 
 
 def _mean(values: list[float]) -> float:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.rollout.base import RolloutResult, Task, reset_copies
+from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.common import GenStats, Generator, Slot, episode_return, play_lockstep, step_components
 from baselines.rollout.episodes import episode_rows
 from baselines.samples import Row, SampleTable
@@ -36,7 +36,7 @@ def has_search_tree(env: Any) -> bool:
 
 
 def sample_env_tree(
-    template: Any,
+    pool: EnvPool,
     tasks: Sequence[Task],
     backend: Generator,
     *,
@@ -48,7 +48,7 @@ def sample_env_tree(
     slots = [
         Slot(env=env, task=task.id, episode=g, branch=g)
         for task in tasks
-        for g, env in enumerate(reset_copies(template, task, group_size))
+        for g, env in enumerate(reset_copies(pool, task, group_size))
     ]
     stats = GenStats()
     play_lockstep(slots, backend, stats, max_steps=max_steps)

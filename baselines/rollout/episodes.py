@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from baselines.credit import compute_credit
-from baselines.rollout.base import RolloutResult, Task, reset_copies
+from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.common import (
     GenStats,
     Generator,
@@ -33,7 +33,7 @@ from baselines.samples import Row, SampleTable
 
 
 def sample_episodes(
-    template: Any,
+    pool: EnvPool,
     tasks: Sequence[Task],
     backend: Generator,
     *,
@@ -48,7 +48,7 @@ def sample_episodes(
     slots = [
         Slot(env=env, task=task.id, episode=g, branch=g)
         for task in tasks
-        for g, env in enumerate(reset_copies(template, task, group_size))
+        for g, env in enumerate(reset_copies(pool, task, group_size))
     ]
     stats = GenStats()
     play_lockstep(slots, backend, stats, max_steps=max_steps)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from baselines.advantages import magrpo_returns
-from baselines.rollout.base import RolloutResult, Task, reset_copies
+from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.common import (
     GenStats,
     Generator,
@@ -36,7 +36,7 @@ from baselines.samples import Row, SampleTable
 
 
 def sample_joint_tree(
-    template: Any,
+    pool: EnvPool,
     tasks: Sequence[Task],
     backend: Generator,
     *,
@@ -51,7 +51,7 @@ def sample_joint_tree(
     frontier = [
         Slot(env=env, task=task.id, episode=e, node=-1, depth=0, meta={"counter": [0], "path": 0.0})
         for task in tasks
-        for e, env in enumerate(reset_copies(template, task, episodes_per_task))
+        for e, env in enumerate(reset_copies(pool, task, episodes_per_task))
     ]
     stats = GenStats()
     rows: list[Row] = []

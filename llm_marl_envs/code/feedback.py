@@ -33,7 +33,7 @@ Rendered text layout (``mode="detailed"``; every field is truncated in the middl
     (1 more failing test not shown)
 
 Each failure block starts with ``Test <k>`` (1-based position among the tests) and holds
-``input:``, ``expected:`` and ``got:`` lines where the sandbox knows them (stdin/stdout
+``input:``, ``expected:`` and ``got:`` lines (``(empty)`` for an empty value) where the sandbox knows them (stdin/stdout
 tests always; assert tests when the assert carried them in its message), so scripted
 policies and parsers can rely on these exact labels. ``mode="pass_fail"`` gives only the
 first line, ``mode="none"`` an empty string.
@@ -136,6 +136,7 @@ class Feedback:
     failures: tuple[TestFeedback, ...] = field(default_factory=tuple)
     compile_error: str | None = None
     infra_error: str | None = None
+    program_error: str | None = None  #: the program raised while loading (every test failed)
 
     @property
     def is_infra_error(self) -> bool:
@@ -152,6 +153,10 @@ class Feedback:
                 lines.append("  " + _indent(truncate_middle(self.compile_error, 4 * cfg.max_field_chars), "  "))
             elif self.status == INFRA_ERROR and self.infra_error:
                 lines.append("  details: " + truncate_middle(self.infra_error, cfg.max_field_chars))
+            elif self.program_error:
+                tb = trim_traceback(self.program_error, max(cfg.max_traceback_lines, 1))
+                lines.append("The program raised an error while loading:\n  "
+                             + _indent(truncate_middle(tb, 2 * cfg.max_field_chars), "  "))
             shown = self.failures[: cfg.max_failures]
             lines.extend(_render_failure(f, cfg) for f in shown)
             hidden = len(self.failures) - len(shown)
@@ -177,7 +182,7 @@ def analyze(result: Any) -> Feedback:
     """Structured feedback from a sandbox ``ExecResult`` (never raises on an infra error)."""
     infra = getattr(result, "infra_error", None)
     tests = list(result.tests or ())
-    total = len(tests)
+    total = len(tests) if tests else int(getattr(result, "total", 0) or 0)
     if infra:
         return Feedback(INFRA_ERROR, 0, total, infra_error=clean_text(str(infra)))
     compile_error = getattr(result, "compile_error", None)
@@ -187,7 +192,11 @@ def analyze(result: Any) -> Feedback:
         return Feedback(NO_TESTS, 0, 0)
     failures = tuple(describe_test(i, t) for i, t in enumerate(tests) if not t.passed)
     passed = total - len(failures)
-    return Feedback(PASSED if not failures else FAILED, passed, total, failures)
+    program_error = getattr(result, "program_error", None)
+    return Feedback(
+        PASSED if not failures else FAILED, passed, total, failures,
+        program_error=clean_text(str(program_error)) if program_error else None,
+    )  # fmt: skip
 
 
 def render_feedback(result: Any, config: FeedbackConfig | None = None) -> str:
@@ -305,7 +314,8 @@ def _render_failure(f: TestFeedback, cfg: FeedbackConfig) -> str:
     lines = [head]
     for label, value in (("input", f.input), ("expected", f.expected), ("got", f.got)):
         if value is not None:
-            lines.append(f"  {label}: {_indent(truncate_middle(value, lim), '    ')}")
+            shown = _indent(truncate_middle(value, lim), "    ") if value else "(empty)"
+            lines.append(f"  {label}: {shown}")
     if f.traceback and cfg.max_traceback_lines > 0:
         tb = trim_traceback(f.traceback, cfg.max_traceback_lines)
         if tb:

@@ -35,14 +35,17 @@ cooperation     ``main_calls_helper`` (+0.5) x fraction of helpers the entry poi
                 ``return <constant or parameter>``); ``main_not_thin`` (+1.0) if the entry point
                 uses a helper and is not a thin wrapper (:func:`~.ast_checks.is_thin_wrapper`);
                 ``helper_result_ignored`` (-0.5) x fraction of helpers with a call whose value
-                the entry point throws away.
+                the entry point throws away. "The entry point" includes main's own
+                top-level functions it reaches by direct calls; those that are themselves
+                thin wrappers count as helpers in the thin-wrapper check.
 ==============  ===============================================================================
 
 With several helpers the fractions keep the maximum at 4.0. With ``gated=False`` each level
 is scored whenever it can be computed (tests need a parsing program; cooperation still
 needs a passing test). The score of an empty answer is 0 and no score is negative.
 
-A sandbox infrastructure failure raises :class:`SandboxInfraError` (a ``RuntimeError``):
+A sandbox infrastructure failure raises :class:`SandboxInfraError` (a
+``llm_marl_envs.sandbox.SandboxError``, itself a ``RuntimeError``):
 it is never scored as a wrong answer.
 """
 
@@ -63,6 +66,7 @@ from llm_marl_envs.code.ast_checks import (
     syntax_error_of,
 )
 from llm_marl_envs.data.humaneval import CodeProblem
+from llm_marl_envs.sandbox import SandboxError
 
 __all__ = [
     "Assembly",
@@ -77,7 +81,7 @@ __all__ = [
 MASKED_MESSAGE = "masked contribution (counterfactual placeholder)"
 
 
-class SandboxInfraError(RuntimeError):
+class SandboxInfraError(SandboxError):
     """The sandbox failed to run the program: an infrastructure failure, not a wrong answer."""
 
 
@@ -130,6 +134,8 @@ class Assembly:
     syntax_error: str | None
     notes: dict[str, list[str]] = field(default_factory=dict)
     missing: dict[str, list[str]] = field(default_factory=dict)  #: agent -> structure problems
+    #: main's own top-level functions the entry point reaches by direct calls (entry first)
+    main_fns: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
 
     @property
     def structure_passed(self) -> bool:
@@ -216,6 +222,7 @@ def assemble(
         elif not has_return:
             missing[agent].append(f"`{fn_name}` has no `return <value>` statement")
     main_fn = None
+    main_fns: list = []
     if main_agent in masked:
         parts.append(stub_function(entry, signature=problem.entry_signature()))
         missing[main_agent].append(f"`{entry}` masked")
@@ -230,6 +237,7 @@ def assemble(
         chunk = defs.get(entry)
         if chunk is not None and isinstance(chunk.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             main_fn = chunk.node
+            main_fns = _reachable(main_fn, {n: c.node for n, c in defs.items()})
         else:
             missing[main_agent].append(f"no top-level function `{entry}` defined")
     program = "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
@@ -246,6 +254,7 @@ def assemble(
         helper_trivial=helper_trivial,
         main_ok=main_fn is not None,
         main_fn=main_fn,
+        main_fns=main_fns,
         syntax_error=error,
         notes=notes,
         missing=missing,
@@ -285,20 +294,51 @@ def score_assembly(asm: Assembly, result, config: RewardConfig) -> Score:
             if getattr(result, "infra_error", None):
                 raise SandboxInfraError(f"sandbox infrastructure error (not a wrong answer): {result.infra_error}")
             ran = True
-            total = len(result.tests)
-            passed = sum(1 for t in result.tests if t.passed)
+            total = int(result.total)
+            passed = int(result.passed)
             comp["tests"] = c.tests * (passed / total if total else 0.0)
     if passed >= c.cooperation_min_passed and asm.main_fn is not None and (asm.structure_passed or not c.gated):
-        usage = {a: call_usage(asm.main_fn, n) for a, n in asm.helper_functions.items()}
-        used = [a for a, u in usage.items() if u.used]
+        fns = asm.main_fns or [asm.main_fn]
+        usage = {a: [call_usage(f, n) for f in fns] for a, n in asm.helper_functions.items()}
+        used = [a for a, us in usage.items() if any(u.used for u in us)]
         calls = [a for a in used if not asm.helper_trivial.get(a, True) and a not in asm.masked]
         comp["coop_calls_helper"] = c.main_calls_helper * len(calls) / n_helpers
-        if used and not is_thin_wrapper(asm.main_fn, asm.helper_functions.values()):
+        if used and not _thin(fns, set(asm.helper_functions.values())):
             comp["coop_not_thin"] = c.main_not_thin
-        ignored = [a for a, u in usage.items() if u.result_ignored]
-        comp["coop_result_ignored"] = c.helper_result_ignored * len(ignored) / n_helpers
+        ignored = [a for a, us in usage.items() if any(u.result_ignored for u in us)]
+        if ignored:
+            comp["coop_result_ignored"] = c.helper_result_ignored * len(ignored) / n_helpers
     total_score = max(sum(comp.values()), 0.0)
     return Score(total_score, comp, passed, total, ran)
+
+
+def _reachable(entry: ast.AST, defs: Mapping[str, ast.AST | None]) -> list:
+    """``entry`` plus main's own top-level functions it reaches by direct calls, transitively."""
+    out, seen, stack = [entry], {getattr(entry, "name", "")}, [entry]
+    while stack:
+        fn = stack.pop()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in seen:
+                target = defs.get(node.func.id)
+                if isinstance(target, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    seen.add(node.func.id)
+                    out.append(target)
+                    stack.append(target)
+    return out
+
+
+def _thin(fns: Sequence[ast.AST], helpers: set[str]) -> bool:
+    """Whether the entry point (``fns[0]``) is a thin wrapper; main's own functions that are
+    thin wrappers around the helpers count as helpers (so wrapping twice does not help)."""
+    wrappers = set(helpers)
+    changed = True
+    while changed:
+        changed = False
+        for fn in fns[1:]:
+            if fn.name not in wrappers and is_thin_wrapper(fn, wrappers):
+                wrappers.add(fn.name)
+                changed = True
+    return is_thin_wrapper(fns[0], wrappers)
 
 
 def needs_run(asm: Assembly, config: RewardConfig) -> bool:

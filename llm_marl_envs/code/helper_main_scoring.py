@@ -9,6 +9,7 @@ Model-written code only ever runs inside the sandbox.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from llm_marl_envs.code.helper_main_reward import (
     needs_run,
     score_assembly,
 )
+from llm_marl_envs.code.helper_main_tests import instrument_tests
 from llm_marl_envs.data.humaneval import CodeProblem
 
 __all__ = ["HelperMainScorer", "Submission", "Scored"]
@@ -82,13 +84,14 @@ class HelperMainScorer:
         return self._sandbox
 
     def tests_for(self, problem: CodeProblem) -> tuple[str, list]:
-        """``(setup, tests)`` of a problem's check code (cached per task id)."""
+        """``(setup, tests)`` of a problem's check code, instrumented to report input /
+        expected / got on failure (:mod:`~llm_marl_envs.code.helper_main_tests`); cached."""
         key = f"{problem.task_id}\x00{hash(problem.test)}"
         if key not in self._tests:
             from llm_marl_envs.sandbox import tests_from_check
 
             setup, tests = tests_from_check(problem.test, problem.entry_point)
-            self._tests[key] = (setup, list(tests))
+            self._tests[key] = instrument_tests(setup, list(tests), problem.entry_point, _check_param(problem.test))
         return self._tests[key]
 
     def prepare(self, sub: Submission) -> tuple[dict[str, ExtractedCode], Assembly]:
@@ -119,15 +122,22 @@ class HelperMainScorer:
             jobs = []
             for i in to_run:
                 setup, tests = self.tests_for(subs[i].problem)
-                jobs.append(Job(prepared[i][1].program, tests, setup=setup))
-            if len(jobs) == 1:
-                setup, tests = self.tests_for(subs[to_run[0]].problem)
-                kwargs = {} if self.timeout_s is None else {"timeout_s": self.timeout_s}
-                out = [self.sandbox.run(jobs[0].program, tests, setup=setup, **kwargs)]
-            else:
-                out = self.sandbox.run_batch(jobs)
+                jobs.append(Job(prepared[i][1].program, tests, setup=setup, timeout_s=self.timeout_s))
+            out = self.sandbox.run_batch(jobs)
             results = dict(zip(to_run, out))
         return [
             Scored(ext, asm, results.get(i), score_assembly(asm, results.get(i), self.config))
             for i, (ext, asm) in enumerate(prepared)
         ]
+
+
+def _check_param(test_code: str) -> str:
+    """Name of ``check``'s parameter (``candidate`` in HumanEval)."""
+    try:
+        tree = ast.parse(test_code)
+    except SyntaxError:
+        return "candidate"
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "check" and node.args.args:
+            return node.args.args[0].arg
+    return "candidate"

@@ -50,13 +50,16 @@ is drawn by the seeded RNG at each reset, or picked with ``options={"task_id": .
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from llm_marl_envs.code.feedback import FeedbackConfig, render_feedback
+from llm_marl_envs.code.extract import extract_code
+from llm_marl_envs.code.feedback import FeedbackConfig, analyze
 from llm_marl_envs.code.helper_main_policies import main_only_answers, oracle_answers
 from llm_marl_envs.code.helper_main_reward import RewardConfig
 from llm_marl_envs.code.helper_main_scoring import HelperMainScorer, Scored, Submission
@@ -197,8 +200,8 @@ class raw_env(TextCollabEnv):
     def _problem_text(self, agent: str) -> str:
         p = self.problem
         head = f"Problem {p.task_id}:\n```python\n{p.prompt.rstrip()}\n```\n"
-        params = p.entry_signature()
-        params = params[params.index("(") : params.rindex(")") + 1] if "(" in params else "(...)"
+        fn = p.entry_function()
+        params = f"({ast.unparse(fn.args)})" if fn is not None else "(...)"
         if agent == "main":
             helpers = ", ".join(
                 f"`{n}{params}`" if self.contract == "signature" else f"`{n}(...)`"
@@ -226,7 +229,7 @@ class raw_env(TextCollabEnv):
         if not action.text.strip():
             self.flag_format(agent, "empty answer: no code")
         if self.visibility == "sequential" and agent in self.helper_functions:
-            code = self.scorer.prepare(Submission(self.problem, {agent: action.text}))[0][agent].code
+            code = extract_code(action.text).code
             self.tell("main", f"Your teammate {agent} wrote this turn:\n```python\n{code}\n```")
 
     def _end_turn(self) -> TurnOutcome:
@@ -238,9 +241,9 @@ class raw_env(TextCollabEnv):
         for agent in self.agents:
             ext = scored.extracted[agent]
             if ext.empty and self.answers.get(agent, "").strip():
-                self.flag_format(agent, "no code found in the answer")
+                self._flag(agent, "no code found in the answer")
             for note in scored.assembly.notes.get(agent, []):
-                self.flag_format(agent, note)
+                self._flag(agent, note)
         all_passed = score.n_tests > 0 and score.passed == score.n_tests
         last = all_passed or self.turn + 1 >= self.max_turns
         if self.turn_reward == "delta":
@@ -260,6 +263,17 @@ class raw_env(TextCollabEnv):
         self.answers = {}
         return TurnOutcome(reward, components, terminated=all_passed)
 
+    def _flag(self, agent: str, issue: str) -> None:
+        """:meth:`flag_format` from the end of the turn, also kept in the agent's step record."""
+        self.flag_format(agent, issue)
+        last = self.record.steps[-1] if self.record.steps else None
+        if last is not None and last.agent == agent:
+            return  # flag_format already recorded it there
+        for step in reversed(self.record.steps):
+            if step.turn == self.turn and step.agent == agent:
+                step.format_issues.append(issue)
+                break
+
     # ------------------------------------------------------------------ feedback
     def _feedback_text(self, agent: str, scored: Scored) -> str:
         asm, score = scored.assembly, scored.score
@@ -271,7 +285,9 @@ class raw_env(TextCollabEnv):
             if scored.result is None:
                 line = "Tests: not run; 0 passed."
             else:
-                failing = [str(i + 1) for i, t in enumerate(scored.result.tests) if not t.passed]
+                tests = scored.result.tests
+                failing = [str(i + 1) for i, t in enumerate(tests) if not t.passed]
+                failing += [str(i + 1) for i in range(len(tests), score.n_tests)]
                 line = f"Tests: {score.passed}/{score.n_tests} passed." + (
                     f" Failing tests: {', '.join(failing)}." if failing else ""
                 )
@@ -292,7 +308,7 @@ class raw_env(TextCollabEnv):
         elif not asm.structure_passed:
             lines.append("Syntax: the combined program parses, but tests were not run (a definition is missing).")
         if scored.result is not None:
-            lines.append(render_feedback(scored.result, FeedbackConfig(mode="detailed", label="Tests")))
+            lines.append(self._test_feedback(scored.result))
         c = score.components
         if score.passed >= 1 and asm.main_fn is not None:
             lines.append(
@@ -303,6 +319,18 @@ class raw_env(TextCollabEnv):
             )
         lines.append(redo)
         return "\n".join(lines)
+
+    def _test_feedback(self, result: Any) -> str:
+        """Per-test feedback; a failing test the sandbox says nothing about shows its code."""
+        fb = analyze(result)
+        tests = self.scorer.tests_for(self.problem)[1]
+        failures = tuple(
+            dataclasses.replace(f, input=tests[f.index].code.strip())
+            if f.input is None and f.index < len(tests) and f.kind != "timeout"
+            else f
+            for f in fb.failures
+        )
+        return dataclasses.replace(fb, failures=failures).render(FeedbackConfig(mode="detailed", label="Tests"))
 
     # ------------------------------------------------------------------ extras
     def _hidden_state(self) -> str:

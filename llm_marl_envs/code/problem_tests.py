@@ -7,7 +7,7 @@ assert, ``llm_marl_envs.sandbox.tests_from_check``); public tests = the examples
 the prompt, parsed into asserts:
 
 - doctest style: ``>>> f(args)`` (with ``...`` continuation lines) followed by the
-  expected output lines;
+  expected output lines (no output line: the call returns ``None``, as in doctest);
 - one-line styles: ``f(args) == value``, ``f(args) ==> value``, ``f(args) => value``,
   ``f(args) -> value``, ``f(args) ➞ value``, ``f(args) = value``,
   ``f(args) should return value``.
@@ -100,7 +100,8 @@ def parse_examples(prompt: str, entry_point: str) -> list[Example]:
                 i += 1
                 if end_of_docstring:
                     break
-            ex = _example(" ".join(call_lines), " ".join(expected_lines), entry_point)
+            # doctest prints nothing for a call returning None
+            ex = _example(" ".join(call_lines), " ".join(expected_lines) or "None", entry_point)
             if ex:
                 found.append(ex)
             continue
@@ -118,7 +119,7 @@ def public_tests_for(problem: Any, fallback_asserts: int = 3) -> tuple[str, list
     ``fallback_asserts`` asserts of ``check`` that call ``candidate``; those of the form
     ``candidate(...) == value`` are rewritten to report input / expected / got).
     ``inputs`` are the calls as the feedback shows them (e.g. ``"add(1, 2)"``), one per
-    test that reports its input. Assert sources call ``candidate`` like HumanEval's
+    test (``""`` for a test that does not report its input). Assert sources call ``candidate`` like HumanEval's
     ``check``; run them after :data:`PUBLIC_SETUP` and ``candidate = <entry point>``.
     ``problem`` is a :class:`~llm_marl_envs.data.humaneval.CodeProblem`.
     """
@@ -135,6 +136,7 @@ def public_tests_for(problem: Any, fallback_asserts: int = 3) -> tuple[str, list
         converted = _io_assert(node, entry)
         if converted is None:
             asserts.append(ast.unparse(node))
+            inputs.append("")
         else:
             asserts.append(converted[0])
             inputs.append(converted[1])

@@ -69,9 +69,10 @@ observation shows a failing *public* input in the feedback), :func:`always_fail_
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -94,6 +95,7 @@ from llm_marl_envs.data.stdio_problems import (
 )
 from llm_marl_envs.sandbox import (
     AssertTest,
+    ExecResult,
     IOTest,
     SandboxError,
     default_sandbox,
@@ -134,7 +136,14 @@ class SearchProblem:
     entry_point: str = ""
     prelude: str = ""
     public_source: str = "examples"  #: "examples" (from the prompt), "check" (fallback) or "io"
-    public_inputs: tuple[str, ...] = field(default_factory=tuple)  #: how feedback names each public input
+    #: how the feedback shows each public test's input ("" where a test does not show it)
+    public_inputs: tuple[str, ...] = field(default_factory=tuple)
+    validated: bool = False  #: the reference was run on the public tests (see ``validate_public``)
+    dropped_public: tuple[str, ...] = ()  #: names of public tests dropped because the reference fails them
+
+    def program(self, code: str) -> str:
+        """The program actually run: the prelude (imports, given helpers) then ``code``."""
+        return f"{self.prelude}\n\n{code}" if self.prelude else code
 
 
 def function_problem(problem: CodeProblem, fallback_asserts: int = 3) -> SearchProblem:
@@ -143,10 +152,11 @@ def function_problem(problem: CodeProblem, fallback_asserts: int = 3) -> SearchP
     source, public_asserts, public_inputs = public_tests_for(problem, fallback_asserts)
     binding = f"candidate = {problem.entry_point}\n"
     if public_asserts:
-        public_setup = PUBLIC_SETUP + "\n" + binding
+        public_setup = f"{hidden_setup}\n{PUBLIC_SETUP}\n{binding}"
         public = tuple(AssertTest(a, name=f"public_{i}") for i, a in enumerate(public_asserts))
     else:  # no example and no top-level assert in check: the public tests are the whole check
-        source, public_setup, public, public_inputs = "check", hidden_setup, tuple(hidden), ()
+        source, public_setup, public = "check", hidden_setup, tuple(hidden)
+        public_inputs = [""] * len(public)
     return SearchProblem(
         task_id=problem.task_id,
         kind=FUNCTION,
@@ -240,6 +250,9 @@ class raw_env(TextCollabEnv):
         feedback: what refinements are shown (:class:`FeedbackConfig`).
         history: ``"node"`` (a fresh chat per node) or ``"full"`` (each agent's whole chat).
         fallback_asserts: ``check`` asserts used as public tests where a prompt has no example.
+        validate_public: the first time a problem is drawn, run its reference solution on the
+            public tests and drop those it fails (HumanEval has a few wrong docstring examples);
+            if it fails them all, the hidden tests serve as public tests.
         hidden_eval: ``"best"`` (hidden tests run on the final best node only) or ``"all"``
             (on every node too; ``hidden_score`` in each record, for analysis).
         on_infra_error: ``"flag"`` or ``"raise"`` (see the module docstring).
@@ -268,6 +281,7 @@ class raw_env(TextCollabEnv):
         feedback: FeedbackConfig | None = None,
         history: str = "node",
         fallback_asserts: int = 3,
+        validate_public: bool = True,
         hidden_eval: str = "best",
         on_infra_error: str = "flag",
         timeout_s: float | None = None,
@@ -324,6 +338,7 @@ class raw_env(TextCollabEnv):
         self.feedback_config = feedback or FeedbackConfig()
         self.history = history
         self.hidden_eval = hidden_eval
+        self.validate_public = validate_public
         self.on_infra_error = on_infra_error
         self.timeout_s = timeout_s
         self.sandbox = sandbox if sandbox is not None else default_sandbox()
@@ -343,6 +358,8 @@ class raw_env(TextCollabEnv):
                 raise IndexError(f"problem index {index} out of range [0, {len(self.problems)})")
         else:
             index = int(rng.integers(len(self.problems)))
+        if self.validate_public and not self.problems[index].validated:
+            self.problems[index] = self._validated(self.problems[index])
         self.problem_index = index
         self.problem = self.problems[index]
         self.tree = SearchTree()
@@ -472,16 +489,39 @@ class raw_env(TextCollabEnv):
             "Fix it: answer with one complete corrected program in a ```python code block."
         )
 
-    def _program(self, code: str) -> str:
-        return f"{self.problem.prelude}\n\n{code}" if self.problem.prelude else code
+    def _validated(self, p: SearchProblem) -> SearchProblem:
+        """``p`` without the public tests its reference solution fails (docstring typos).
 
-    def _run(self, code: str, setup: str, tests: Sequence[Any]) -> Any:
+        Where the reference fails every public test, the hidden tests are used as public
+        tests. Without a reference, or on a sandbox infrastructure error, ``p`` is returned
+        unchanged (and not marked validated, so the check is retried next time).
+        """
+        if not p.reference:
+            return p
+        res = self._run(p.reference, p.public_setup, p.public_tests, problem=p)
+        if res.infra_error is not None or len(res.tests) != len(p.public_tests):
+            return p
+        keep = [i for i, t in enumerate(res.tests) if t.passed]
+        dropped = tuple(p.public_tests[i].name for i in range(len(p.public_tests)) if i not in keep)
+        if not dropped:
+            return replace(p, validated=True)
+        if not keep:
+            return replace(p, validated=True, dropped_public=dropped, public_setup=p.hidden_setup,
+                           public_tests=p.hidden_tests, public_inputs=("",) * len(p.hidden_tests),
+                           public_source="hidden")  # fmt: skip
+        inputs = p.public_inputs if len(p.public_inputs) == len(p.public_tests) else ("",) * len(p.public_tests)
+        return replace(p, validated=True, dropped_public=dropped,
+                       public_tests=tuple(p.public_tests[i] for i in keep),
+                       public_inputs=tuple(inputs[i] for i in keep))  # fmt: skip
+
+    def _run(self, code: str, setup: str, tests: Sequence[Any], problem: SearchProblem | None = None) -> Any:
+        program = (problem or self.problem).program(code)
         try:
-            return self.sandbox.run(self._program(code), tests, setup=setup, timeout_s=self.timeout_s)
-        except SandboxError:
+            return self.sandbox.run(program, tests, setup=setup, timeout_s=self.timeout_s)
+        except SandboxError as exc:  # a sandbox configured with raise_on_infra_error=True
             if self.on_infra_error == "raise":
                 raise
-            return _InfraResult(tests)
+            return ExecResult(total=len(tests), infra_error=str(exc))
 
     def _score(self, passed: int, total: int, mode: str) -> float:
         if total == 0:
@@ -526,16 +566,6 @@ class raw_env(TextCollabEnv):
             raise SandboxError(f"sandbox infrastructure error (not a wrong answer): {message}")
 
 
-@dataclass
-class _InfraResult:
-    """Stands for an ExecResult when the sandbox raised: everything is an infrastructure error."""
-
-    tests_run: Sequence[Any]
-    infra_error: str = "the sandbox raised an error"
-    compile_error: str | None = None
-    tests: tuple = ()
-
-
 env = make_env_fn(raw_env)
 
 
@@ -574,7 +604,7 @@ def buggy_then_fixed_policy(env: Any, agent: str) -> str:
     chat = raw.observe_chat(agent)
     prompt = next((m["content"] for m in reversed(chat) if m["role"] == "user"), "")
     shown = {f["input"].strip() for f in parse_failures(prompt) if "input" in f}
-    if shown & {i.strip() for i in raw.problem.public_inputs}:
+    if shown & {i.strip() for i in raw.problem.public_inputs if i.strip()}:
         return best_policy(env, agent)
     return _fenced(wrong_program(raw.problem))
 

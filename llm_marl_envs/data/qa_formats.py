@@ -27,9 +27,10 @@ example are then known by id. With a separate corpus they are matched by title.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from llm_marl_envs.retrieval.http import split_contents
 from llm_marl_envs.retrieval.types import Document

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from llm_marl_envs.retrieval.types import Passage, RetrievalError
 
@@ -47,7 +48,7 @@ class HTTPRetriever:
             return [[self._passage(hit) for hit in hits[:k]] for hits in results]
         except RetrievalError:
             raise
-        except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError) as exc:
+        except (urllib.error.URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RetrievalError(f"retrieval server {self.url} failed: {exc}") from exc
 
     @staticmethod

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from llm_marl_envs.search.answers import contains_answer
 

@@ -52,7 +52,10 @@ def test_any_text_round_trips(which, word_dir, bpe_dir):
 def test_chat_template(word_dir):
     tok = AutoTokenizer.from_pretrained(word_dir)
     assert tok.chat_template == CHAT_TEMPLATE
-    messages = [{"role": "system", "content": "You are the speaker."}, {"role": "user", "content": "target: cat"}]
+    messages = [
+        {"role": "system", "content": "You are the speaker."},
+        {"role": "user", "content": "target: cat"},
+    ]
     prompt = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     assert prompt == "<s><|system|>You are the speaker.</s><|user|>target: cat</s><|assistant|>"
     no_gen = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)

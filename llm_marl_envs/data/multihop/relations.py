@@ -67,7 +67,7 @@ RELATIONS: dict[str, Relation] = {
         Relation("river", CITY, None, "Which river flows through {x}?", None,
                  rf"on the banks of the (?P<a>{NAME1} River)"),
         Relation("city_founded", CITY, None, "In what year was the city of {x} founded?", None,
-                 r"The city was founded in (?P<a>\d{4})"),
+                 r"The city was founded in (?P<a>\d{3,4})"),
         Relation("founder", ORG, PERSON, "Who founded {x}?", "the founder of {x}",
                  rf"It was founded by (?P<a>{NAME2}) in \d{{4}}"),
         Relation("headquarters", ORG, CITY, "In which city is {x} headquartered?",

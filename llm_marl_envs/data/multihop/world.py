@@ -96,7 +96,8 @@ def generate_world(config: WorldConfig | None = None, **overrides) -> World:
     names = NameMaker(rng)
     entities = _invent_entities(config, rng, names)
     documents = _render_corpus(entities, config, rng, names)
-    questions = [_question(i, entities, config, rng) for i in range(config.n_questions)]
+    pool = list(entities.values())
+    questions = [_question(i, entities, pool, config, rng) for i in range(config.n_questions)]
     return World(config, entities, documents, questions)
 
 
@@ -109,7 +110,7 @@ def _invent_entities(config: WorldConfig, rng: random.Random, names: NameMaker) 
     cities = [Entity(names.word(), CITY) for _ in range(n_city)]
     orgs = [Entity(f"{names.word()} {rng.choice(ORG_KINDS)}", ORG) for _ in range(n_org)]
     for p in people:
-        p.facts["mentor"] = rng.choice([q for q in people if q is not p]).name
+        p.facts["mentor"] = _other(people, p, rng)
         p.facts["born_in"] = rng.choice(cities).name
         p.facts["employer"] = rng.choice(orgs).name
         p.facts["birth_year"] = str(rng.randint(1700, 1990))
@@ -127,36 +128,47 @@ def _invent_entities(config: WorldConfig, rng: random.Random, names: NameMaker) 
 
 
 # ---------------------------------------------------------------------- passages
-def _main_passage(e: Entity, rng: random.Random, names: NameMaker) -> str:
+def _a(noun: str) -> str:
+    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
+
+
+def _main_passage(e: Entity, rng: random.Random, fillers: list[str]) -> str:
     f = e.facts
     if e.kind == PERSON:
         lines = [
-            f"{e.name} is a {f['occupation']} who was born in {f['born_in']} in {f['birth_year']}.",
+            f"{e.name} is {_a(f['occupation'])} who was born in {f['born_in']} in {f['birth_year']}.",
             f"{e.pronoun} works for the {f['employer']}.",
             f"{e.pronoun} was mentored by {f['mentor']}.",
-            f"{e.pronoun} is remembered for a study of {names.word().lower()} {rng.choice(('maps', 'tides', 'songs', 'lenses'))}.",
+            f"{e.pronoun} is remembered for a study of {rng.choice(fillers).lower()} {rng.choice(('maps', 'tides', 'songs', 'lenses'))}.",
         ]
     elif e.kind == CITY:
         lines = [
             f"{e.name} is a city on the banks of the {f['river']}.",
             f"The city was founded in {f['city_founded']}.",
             f"The current mayor of {e.name} is {f['mayor']}.",
-            f"Its markets are known for {rng.choice(('salt', 'amber', 'wool', 'pepper'))} from the {names.word()} hills.",
+            f"Its markets are known for {rng.choice(('salt', 'amber', 'wool', 'pepper'))} from the {rng.choice(fillers)} hills.",
         ]
     else:
         lines = [
-            f"The {e.name} is a {f['industry']} organisation headquartered in {f['headquarters']}.",
+            f"The {e.name} is {_a(f['industry'])} organisation headquartered in {f['headquarters']}.",
             f"It was founded by {f['founder']} in {f['org_founded']}.",
-            f"Its archives hold the {names.word()} papers.",
+            f"Its archives hold the {rng.choice(fillers)} papers.",
         ]
     head, rest = lines[0], lines[1:]
     rng.shuffle(rest)  # fact order varies; extraction never relies on position
     return " ".join([head, *rest])
 
 
-def _decoy(e: Entity, others: list[Entity], rng: random.Random, names: NameMaker) -> tuple[str, str]:
-    place = rng.choice([o for o in others if o.kind == CITY and o.name != e.name]).name
-    person = rng.choice([o for o in others if o.kind == PERSON and o.name != e.name]).name
+def _other(pool: list[Entity], e: Entity, rng: random.Random) -> str:
+    while True:
+        pick = rng.choice(pool)
+        if pick is not e:
+            return pick.name
+
+
+def _decoy(e: Entity, by_kind: dict[str, list[Entity]], rng: random.Random, names: NameMaker) -> tuple[str, str]:
+    place = _other(by_kind[CITY], e, rng)
+    person = _other(by_kind[PERSON], e, rng)
     year = rng.randint(1700, 1990)
     if e.kind == PERSON:
         surname = e.name.split()[-1]
@@ -166,10 +178,10 @@ def _decoy(e: Entity, others: list[Entity], rng: random.Random, names: NameMaker
     elif e.kind == CITY:
         title = f"{e.name} Gazette"
         text = (f"The {e.name} Gazette is a newspaper printed in {place} since {year}. "
-                f"Its first editor was {person}, a {rng.choice(OCCUPATIONS)}.")  # fmt: skip
+                f"Its first editor was {person}, {_a(rng.choice(OCCUPATIONS))}.")  # fmt: skip
     else:
         title = f"{e.name.split()[0]} Prize"
-        text = (f"The {e.name.split()[0]} Prize is awarded by the {e.name} to a {rng.choice(OCCUPATIONS)}. "
+        text = (f"The {e.name.split()[0]} Prize is awarded by the {e.name} to {_a(rng.choice(OCCUPATIONS))}. "
                 f"It was first awarded in {year} in {place} to {person}.")  # fmt: skip
     return title, text
 
@@ -178,11 +190,13 @@ def _render_corpus(
     entities: dict[str, Entity], config: WorldConfig, rng: random.Random, names: NameMaker
 ) -> list[Document]:
     pool = list(entities.values())
+    by_kind = {kind: [e for e in pool if e.kind == kind] for kind in (PERSON, CITY, ORG)}
+    fillers = [names.word() for _ in range(64)]  # invented words for colour, owned by no entity
     drafts: list[tuple[Entity | None, str, str]] = []
     for e in pool:
-        drafts.append((e, e.name, _main_passage(e, rng, names)))
+        drafts.append((e, e.name, _main_passage(e, rng, fillers)))
         for _ in range(config.decoys_per_entity):
-            drafts.append((None, *_decoy(e, pool, rng, names)))
+            drafts.append((None, *_decoy(e, by_kind, rng, names)))
     rng.shuffle(drafts)  # ids carry no hint of which passage is an entity's own
     docs = []
     for i, (e, title, text) in enumerate(drafts):
@@ -194,8 +208,9 @@ def _render_corpus(
 
 
 # ---------------------------------------------------------------------- questions
-def _question(i: int, entities: dict[str, Entity], config: WorldConfig, rng: random.Random) -> QAExample:
-    pool = list(entities.values())
+def _question(
+    i: int, entities: dict[str, Entity], pool: list[Entity], config: WorldConfig, rng: random.Random
+) -> QAExample:
     for _ in range(1000):
         hops = rng.randint(config.min_hops, config.max_hops)
         chain = [rng.choice(pool)]

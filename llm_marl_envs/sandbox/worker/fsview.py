@@ -52,15 +52,9 @@ class FsView:
 
 
 def python_paths() -> list[str]:
-    """Directories (or zip files) the interpreter needs to import modules."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    paths.update(p for p in sys.path if p)
-    out = []
-    for p in paths:
-        real = os.path.realpath(p)
-        if os.path.exists(real):
-            out.append(real)
-    return sorted(set(out))
+    """Directories (or zip files) the interpreter imports modules from (``sys.path``)."""
+    out = {os.path.realpath(p) for p in sys.path if p}
+    return sorted(p for p in out if os.path.exists(p))
 
 
 def setup_fs_view(
@@ -199,7 +193,10 @@ def remove_path(path: str) -> None:
     """Delete a file or a whole tree, whatever permissions a job left on it."""
     try:
         if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=_make_writable_and_retry)
+            if sys.version_info >= (3, 12):
+                shutil.rmtree(path, onexc=_make_writable_and_retry)
+            else:
+                shutil.rmtree(path, onerror=_make_writable_and_retry)
         else:
             os.unlink(path)
     except FileNotFoundError:

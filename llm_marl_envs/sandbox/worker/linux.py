@@ -73,6 +73,14 @@ def prctl(option: int, arg2: int = 0) -> None:
     _check(_libc.prctl(option, arg2, 0, 0, 0), "prctl")
 
 
+def limit_malloc_arenas(count: int) -> None:
+    """glibc ``mallopt(M_ARENA_MAX, count)``, inherited by forked children; no-op elsewhere."""
+    try:
+        _libc.mallopt(-8, count)
+    except AttributeError:  # pragma: no cover - not glibc
+        pass
+
+
 def drop_all_capabilities() -> None:
     """Empty the effective, permitted, inheritable and bounding capability sets."""
     for cap in range(64):

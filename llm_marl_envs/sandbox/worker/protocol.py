@@ -27,6 +27,7 @@ HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 1 << 30
 
 # record kinds
+REC_READY = "ready"  # the job process is confined; anything after this is the program's doing
 REC_BAD_TEST = "badtest"  # a test (or the setup) does not compile: index -1 = setup
 REC_COMPILE = "compile"  # the program does not compile: payload = error details
 REC_PROGRAM = "program"  # the program's top-level run finished (flag 1) or raised (flag 0)

@@ -1,0 +1,160 @@
+"""Rollout throughput: batched generation vs one sequence at a time, on real environment prompts.
+
+    python -m baselines.bench.rollout                       # tiny model, CPU
+    python -m baselines.bench.rollout --device cuda --shape qwen2.5-0.5b --dtype bf16
+
+Prompts are the chat observations agents actually get in ``toy/signal_game_v0`` (speaker and
+listener turns of seeded episodes; ``--env`` adds other registered tasks). The same team and
+sampling settings generate completions twice: once with :class:`TransformersBackend`
+(one left-padded ``generate`` per policy, here one call for all requests) and once in a loop
+of one request per ``generate`` call, which is how a per-prompt trainer (e.g. the MAGRPO
+authors' code) samples. Both are timed after a warm-up; the figure is generated tokens per
+second, and the last line is the ratio batched / one-at-a-time (goal >= 10x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
+from baselines.policies import Team, TeamConfig, build_tiny_model
+from baselines.policies.corpus import signal_game_texts
+from baselines.policies.tiny import build_shape_model, qwen25_05b_shape_config
+from llm_marl_envs import registry
+
+
+@dataclass
+class BenchConfig:
+    n_requests: int = 64
+    max_new_tokens: int = 32
+    temperature: float = 1.0
+    device: str = "cpu"
+    dtype: str = "float32"
+    shape: str = "tiny"
+    mode: str = "shared"
+    envs: tuple[str, ...] = ("toy/signal_game_v0",)
+    sequential_requests: int | None = 16
+    seed: int = 0
+
+
+def env_requests(env_names: tuple[str, ...], n: int, seed: int) -> tuple[list[GenRequest], list[str]]:
+    """``n`` generation requests from real observations of the named tasks (random play between turns)."""
+    requests: list[GenRequest] = []
+    agents: list[str] = []
+    rng = np.random.default_rng(seed)
+    episode = 0
+    while len(requests) < n:
+        name = env_names[episode % len(env_names)]
+        spec = registry.spec(name)
+        module = spec.load()
+        env = spec.make(**dict(spec.test_kwargs))
+        env.reset(seed=seed + episode)
+        for agent in env.agent_iter():
+            _, _, term, trunc, _ = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            if len(requests) < n:
+                requests.append(GenRequest(f"{name}:{agent}", env.unwrapped.observe_chat(agent)))
+            env.step(module.random_policy(env, agent, rng))
+        env.close()
+        episode += 1
+    for r in requests:
+        agents.append(r.agent)
+    return requests, list(dict.fromkeys(agents))
+
+
+def build_model(cfg: BenchConfig, directory: Path, texts: list[str]) -> str:
+    if cfg.shape == "tiny":
+        return str(build_tiny_model(directory, texts=texts, seed=cfg.seed))
+    if cfg.shape == "qwen2.5-0.5b":
+        return str(build_shape_model(directory, qwen25_05b_shape_config(), texts=texts, seed=cfg.seed))
+    raise ValueError(f"unknown shape {cfg.shape!r}; expected 'tiny' or 'qwen2.5-0.5b'")
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def timed(backend: TransformersBackend, batches: list[list[GenRequest]], device: str) -> tuple[int, float]:
+    """Generated tokens and seconds for generating ``batches`` one after the other."""
+    _sync(device)
+    start = time.perf_counter()
+    tokens = 0
+    for batch in batches:
+        tokens += sum(len(o.completion_ids) for o in backend.generate(batch))
+    _sync(device)
+    return tokens, time.perf_counter() - start
+
+
+def run(cfg: BenchConfig) -> float:
+    requests, agents = env_requests(cfg.envs, cfg.n_requests, cfg.seed)
+    texts = signal_game_texts() + [m["content"] for r in requests for m in r.messages]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = build_model(cfg, Path(tmp) / "model", texts)
+        team = Team.from_config(
+            TeamConfig(mode=cfg.mode, model=path, dtype=cfg.dtype, device=cfg.device), agents
+        )
+    gen = GenerationConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed)
+    backend = TransformersBackend(team, gen)
+    prompt_lens = [len(backend.prompt_ids(r)) for r in requests]
+    n_params = sum(p.numel() for p in team.model(agents[0]).parameters())
+    print(
+        f"model: {cfg.shape} ({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), team mode {cfg.mode}"
+    )
+    print(
+        f"prompts: {len(requests)} from {', '.join(cfg.envs)}; {len(agents)} agents; "
+        f"prompt tokens mean {np.mean(prompt_lens):.0f} max {max(prompt_lens)}; max_new_tokens {cfg.max_new_tokens}"
+    )
+    timed(backend, [requests[:4]], cfg.device)  # warm-up
+    timed(backend, [requests[:1]], cfg.device)
+    b_tokens, b_time = timed(backend, [requests], cfg.device)
+    seq = requests[: cfg.sequential_requests or len(requests)]
+    s_tokens, s_time = timed(backend, [[r] for r in seq], cfg.device)
+    batched, sequential = b_tokens / b_time, s_tokens / s_time
+    print(f"batched (one generate per policy): {b_tokens} tokens in {b_time:.2f} s = {batched:.0f} tokens/s")
+    print(
+        f"one sequence at a time ({len(seq)} calls): {s_tokens} tokens in {s_time:.2f} s = {sequential:.0f} tokens/s"
+    )
+    ratio = batched / sequential
+    print(f"speedup batched / one-at-a-time: {ratio:.1f}x")
+    return ratio
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--requests", type=int, default=64, help="number of prompts (batch size of the batched run)"
+    )
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--shape", default="tiny", choices=["tiny", "qwen2.5-0.5b"])
+    p.add_argument("--mode", default="shared", choices=["shared", "lora"])
+    p.add_argument("--env", action="append", help="registered task to draw prompts from (repeatable)")
+    p.add_argument(
+        "--sequential-requests",
+        type=int,
+        default=16,
+        help="time the one-at-a-time loop on the first N prompts only (0: all; tokens/s is per token)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    run(BenchConfig(
+        n_requests=a.requests, max_new_tokens=a.max_new_tokens, temperature=a.temperature, device=a.device,
+        dtype=a.dtype, shape=a.shape, mode=a.mode, envs=tuple(a.env or ("toy/signal_game_v0",)),
+        sequential_requests=a.sequential_requests, seed=a.seed,
+    ))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

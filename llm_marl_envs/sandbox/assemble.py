@@ -1,0 +1,140 @@
+"""Building the fork-server request for a job, and the ``ExecResult`` from its reply.
+
+Runs in the caller. I/O tests are judged here: the expected output never leaves the
+caller's process, and the comparison is done on what the fork server captured from the
+program's stdout, not on anything the program claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .compare import outputs_match
+from .config import SandboxConfig
+from .results import AssertTest, ExecResult, IOTest, Job, TestResult
+
+
+def validate_job(job: Any) -> Job:
+    """Accept a Job (or a ``(program, tests[, setup])`` tuple); TypeError on anything else."""
+    if isinstance(job, (tuple, list)) and 2 <= len(job) <= 3:
+        job = Job(*job)
+    if not isinstance(job, Job):
+        raise TypeError(f"expected a Job, got {type(job).__name__}")
+    if not isinstance(job.program, str):
+        raise TypeError(f"program must be a str, got {type(job.program).__name__}")
+    if not isinstance(job.setup, str):
+        raise TypeError(f"setup must be a str, got {type(job.setup).__name__}")
+    if isinstance(job.tests, (str, bytes)) or not isinstance(job.tests, Sequence):
+        raise TypeError("tests must be a sequence of AssertTest / IOTest")
+    for test in job.tests:
+        if isinstance(test, AssertTest):
+            if not isinstance(test.code, str) or not isinstance(test.name, str):
+                raise TypeError("AssertTest.code and .name must be str")
+        elif isinstance(test, IOTest):
+            if not all(isinstance(v, str) for v in (test.stdin, test.expected_stdout, test.name)):
+                raise TypeError("IOTest.stdin, .expected_stdout and .name must be str")
+        else:
+            raise TypeError(f"tests must be AssertTest or IOTest, got {type(test).__name__}")
+    if job.timeout_s is not None and not (isinstance(job.timeout_s, (int, float)) and job.timeout_s > 0):
+        raise ValueError(f"timeout_s must be a positive number, got {job.timeout_s!r}")
+    return job
+
+
+def test_names(job: Job) -> list[str]:
+    return [t.name or f"test_{i}" for i, t in enumerate(job.tests)]
+
+
+def build_request(job: Job, config: SandboxConfig) -> dict[str, Any]:
+    names = test_names(job)
+    tests: list[dict[str, Any]] = []
+    for test, name in zip(job.tests, names):
+        if isinstance(test, AssertTest):
+            tests.append({"kind": "assert", "code": test.code, "name": name})
+        else:
+            expected_bytes = len(test.expected_stdout.encode("utf-8", "surrogateescape"))
+            cap = max(config.max_output_bytes, 2 * expected_bytes + 1024)
+            tests.append({"kind": "io", "stdin": test.stdin, "name": name, "output_cap": cap})
+    return {
+        "program": job.program,
+        "setup": job.setup,
+        "tests": tests,
+        "limits": config.job_limits(job.timeout_s, len(tests)),
+    }
+
+
+def clean(text: Any, limit: int) -> str:
+    """Valid UTF-8 text (lone surrogates replaced), at most ``limit`` characters plus a marker.
+
+    Text the worker already truncated (``limit`` characters plus its own marker) is kept as is.
+    """
+    if text is None:
+        return ""
+    s = str(text).encode("utf-8", "replace").decode("utf-8")
+    if len(s) > limit + 100:
+        s = s[:limit] + f"\n...[truncated {len(s) - limit} characters]"
+    return s
+
+
+def _opt(text: Any, limit: int) -> str | None:
+    return None if text is None else clean(text, limit)
+
+
+def result_from_reply(job: Job, reply: dict[str, Any], config: SandboxConfig, wall: float,
+                      isolation: dict[str, Any]) -> ExecResult:
+    limit = config.report_chars
+    names = test_names(job)
+    entries = reply.get("tests") or []
+    results = []
+    for i, test in enumerate(job.tests):
+        entry = entries[i] if i < len(entries) and isinstance(entries[i], dict) else None
+        if entry is None:
+            entry = {"passed": False, "error_type": "NotRun", "error_message": "no result was recorded"}
+        results.append(_test_result(test, names[i], entry, config))
+    return ExecResult(
+        tests=results,
+        total=len(results),
+        compile_error=_opt(reply.get("compile_error"), 4 * limit),
+        program_error=_opt(reply.get("program_error"), limit),
+        stdout=clean(reply.get("stdout"), limit),
+        stderr=clean(reply.get("stderr"), limit),
+        wall_time_s=wall,
+        isolation=isolation,
+    )
+
+
+def _test_result(test: AssertTest | IOTest, name: str, e: dict[str, Any], config: SandboxConfig) -> TestResult:
+    limit = config.report_chars
+    result = TestResult(
+        name=name,
+        passed=bool(e.get("passed")),
+        error_type=_opt(e.get("error_type"), 200),
+        error_message=_opt(e.get("error_message"), limit),
+        traceback=_opt(e.get("traceback"), limit),
+        stdout=clean(e.get("stdout"), limit),
+        stderr=clean(e.get("stderr"), limit),
+        wall_time_s=float(e.get("wall_time_s") or 0.0),
+        cpu_time_s=float(e.get("cpu_time_s") or 0.0),
+        timed_out=bool(e.get("timed_out")),
+        memory_exceeded=bool(e.get("memory_exceeded")),
+        exit_code=e.get("exit_code") if isinstance(e.get("exit_code"), int) else None,
+    )
+    if isinstance(test, IOTest):
+        got = str(e.get("stdout") or "").encode("utf-8", "replace").decode("utf-8")
+        result.kind = "io"
+        result.stdin = clean(test.stdin, limit)
+        result.expected = clean(test.expected_stdout, limit)
+        result.got = clean(got, limit)
+        if result.error_type is None and result.exit_code not in (None, 0):
+            result.error_type = "NonZeroExit"
+            result.error_message = f"the program exited with code {result.exit_code}"
+        result.passed = (
+            result.error_type is None
+            and result.exit_code == 0
+            and outputs_match(got, test.expected_stdout, config.io_compare, config.float_tolerance)
+        )
+    return result
+
+
+def infra_result(job: Job, message: str, wall: float) -> ExecResult:
+    return ExecResult(tests=[], total=len(job.tests), infra_error=message, wall_time_s=wall)

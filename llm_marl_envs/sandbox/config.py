@@ -1,0 +1,159 @@
+"""``SandboxConfig``: every limit and isolation switch of the sandbox, with safe defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .results import SandboxError
+
+DEFAULT_ENV: dict[str, str] = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONIOENCODING": "utf-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONHASHSEED": "0",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+# Cheap standard-library modules that solutions commonly import: loaded once per fork server
+# so a job does not pay for them. Nothing heavy (no numpy) by default.
+DEFAULT_PRELOAD: tuple[str, ...] = (
+    "abc", "array", "bisect", "collections", "collections.abc", "copy", "dataclasses", "datetime",
+    "decimal", "enum", "fractions", "functools", "hashlib", "heapq", "io", "itertools", "json",
+    "math", "numbers", "operator", "random", "re", "statistics", "string", "sys", "textwrap",
+    "typing", "unicodedata",
+)
+
+_IO_COMPARE_MODES = ("exact", "lines", "tokens")
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Limits and isolation settings. All sizes are per job process unless noted.
+
+    Time limits:
+        timeout_s: wall-clock limit per test (and for loading the program), seconds.
+        cpu_time_s: CPU-seconds per test (default = ``timeout_s``); enforced as RLIMIT_CPU on
+            each job process (tests run in one process share the sum).
+        job_timeout_s: wall-clock budget for a whole job, re-runs included
+            (default: ``timeout_s * (number of tests + 1)``).
+    Resources: memory_mb (RLIMIT_AS), file_size_mb (RLIMIT_FSIZE), open_files (RLIMIT_NOFILE),
+        max_processes (RLIMIT_NPROC: processes *and threads* of the job user; per worker when
+        the worker has its own user namespace), tmpfs_size_mb (the worker's private /tmp).
+    Output: max_output_bytes: stdout or stderr beyond this fails the test
+        (``OutputLimitExceeded``; for I/O tests at least twice the expected output is allowed);
+        report_chars: how much of stdout/stderr/tracebacks is kept in results.
+    I/O comparison: io_compare = "exact" | "lines" (default: trailing whitespace of each line and
+        trailing blank lines ignored) | "tokens" (whitespace-separated tokens; numbers equal
+        within ``float_tolerance`` when it is set).
+    Isolation: use_namespaces, drop_privileges (+ uid/gid, only when running as root),
+        guard (in-interpreter guard), block_network (interpreter-level socket block, in addition
+        to the network namespace), allow_subprocesses, private_dirs, hidden_paths, env
+        (the complete environment of job processes), tmp_root (job directories when no
+        private /tmp is available).
+    Pool: workers (default: CPUs available to this process), preload_modules,
+        infra_retries (re-runs of a job on a fresh worker after an infrastructure failure),
+        raise_on_infra_error (raise SandboxError instead of returning a flagged result),
+        start_timeout_s, python (interpreter for the workers; default sys.executable).
+    """
+
+    timeout_s: float = 5.0
+    cpu_time_s: float | None = None
+    job_timeout_s: float | None = None
+    memory_mb: int = 1024
+    file_size_mb: int = 64
+    open_files: int = 64
+    max_processes: int = 32
+    tmpfs_size_mb: int = 256
+    max_output_bytes: int = 4 << 20
+    report_chars: int = 4096
+    io_compare: str = "lines"
+    float_tolerance: float | None = None
+    use_namespaces: bool = True
+    drop_privileges: bool = True
+    uid: int = 65534
+    gid: int = 65534
+    guard: bool = True
+    block_network: bool = True
+    allow_subprocesses: bool = False
+    private_dirs: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")
+    hidden_paths: tuple[str, ...] = ("/root", "/home")
+    env: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ENV))
+    tmp_root: str | None = None
+    workers: int | None = None
+    preload_modules: tuple[str, ...] = DEFAULT_PRELOAD
+    infra_retries: int = 1
+    raise_on_infra_error: bool = False
+    start_timeout_s: float = 60.0
+    python: str | None = None
+
+    def __post_init__(self) -> None:
+        positive = ("timeout_s", "memory_mb", "file_size_mb", "open_files", "max_processes", "tmpfs_size_mb",
+                    "max_output_bytes", "report_chars", "start_timeout_s")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"SandboxConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("cpu_time_s", "job_timeout_s"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"SandboxConfig.{name} must be > 0 or None, got {value!r}")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError("SandboxConfig.workers must be >= 1")
+        if self.io_compare not in _IO_COMPARE_MODES:
+            raise ValueError(f"SandboxConfig.io_compare must be one of {_IO_COMPARE_MODES}")
+        if self.infra_retries < 0:
+            raise ValueError("SandboxConfig.infra_retries must be >= 0")
+
+    @property
+    def pool_size(self) -> int:
+        if self.workers is not None:
+            return self.workers
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            return max(1, os.cpu_count() or 1)
+
+    def job_limits(self, timeout_s: float | None, n_tests: int) -> dict[str, Any]:
+        """The per-job limits sent to the fork server."""
+        timeout = float(timeout_s if timeout_s is not None else self.timeout_s)
+        if not timeout > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+        cpu = self.cpu_time_s if self.cpu_time_s is not None else timeout
+        budget = self.job_timeout_s if self.job_timeout_s is not None else timeout * (n_tests + 1)
+        return {
+            "timeout_s": timeout,
+            "cpu_time_s": float(cpu),
+            "job_timeout_s": float(budget),
+            "memory_bytes": int(self.memory_mb) << 20,
+            "file_size_bytes": int(self.file_size_mb) << 20,
+            "open_files": int(self.open_files),
+            "processes": int(self.max_processes),
+            "output_bytes": int(self.max_output_bytes),
+            "report_chars": int(self.report_chars),
+        }
+
+    def worker_settings(self) -> dict[str, Any]:
+        """The fork server's start-up settings."""
+        return {
+            "use_namespaces": self.use_namespaces,
+            "drop_privileges": self.drop_privileges,
+            "uid": self.uid,
+            "gid": self.gid,
+            "private_dirs": list(self.private_dirs),
+            "hidden_paths": list(self.hidden_paths),
+            "tmpfs_size_mb": self.tmpfs_size_mb,
+            "tmp_root": self.tmp_root,
+            "env": dict(self.env),
+            "guard": self.guard,
+            "allow_subprocesses": self.allow_subprocesses,
+            "block_network": self.block_network,
+            "preload": list(self.preload_modules),
+        }
+
+
+__all__ = ["DEFAULT_ENV", "DEFAULT_PRELOAD", "SandboxConfig", "SandboxError"]

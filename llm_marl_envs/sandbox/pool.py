@@ -1,0 +1,128 @@
+"""One fork-server process as seen from the caller: start it, talk to it, kill it.
+
+The fork server is a fresh interpreter (``python -I -B``: no user site, no ``PYTHON*``
+variables, no bytecode writes) started with a minimal environment, in its own session, with
+one end of a socket pair. It loads :mod:`llm_marl_envs.sandbox.worker` straight from its
+files, without importing ``llm_marl_envs`` (whose ``__init__`` may import heavy libraries),
+so its warm heap holds nothing but the standard library and the preloaded modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from .config import SandboxConfig
+from .results import SandboxError
+from .worker import protocol as P
+
+WORKER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker")
+
+_BOOTSTRAP = """\
+import importlib, importlib.util, sys
+d = sys.argv[1]
+spec = importlib.util.spec_from_file_location(
+    "llm_marl_envs.sandbox.worker", d + "/__init__.py", submodule_search_locations=[d])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+importlib.import_module("llm_marl_envs.sandbox.worker.server").main(sys.argv[2:])
+"""
+
+
+def _worker_environment() -> dict[str, str]:
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    if "LD_LIBRARY_PATH" in os.environ:  # some Python builds cannot start without it
+        env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+    return env
+
+
+class WorkerProcess:
+    """A started fork server. Not thread-safe: the pool hands it to one thread at a time."""
+
+    def __init__(self, config: SandboxConfig, index: int) -> None:
+        self.index = index
+        self.ready_info: dict[str, Any] | None = None
+        self._log = tempfile.TemporaryFile()
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            cmd = [
+                config.python or sys.executable, "-I", "-B", "-c", _BOOTSTRAP,
+                WORKER_DIR, str(child.fileno()), json.dumps(config.worker_settings()),
+            ]
+            self.proc = subprocess.Popen(
+                cmd, pass_fds=(child.fileno(),), env=_worker_environment(), cwd="/",
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
+                start_new_session=True, close_fds=True,
+            )
+        except BaseException:
+            parent.close()
+            self._log.close()
+            raise
+        finally:
+            child.close()
+        self.sock = parent
+        self._start_deadline = time.monotonic() + config.start_timeout_s
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait_ready(self) -> dict[str, Any]:
+        """Block until the fork server reports ready; raises SandboxError if it cannot work."""
+        if self.ready_info is not None:
+            return self.ready_info
+        try:
+            frame = P.recv_frame(self.sock, self._start_deadline)
+        except (EOFError, OSError, TimeoutError, P.ProtocolError) as exc:
+            raise SandboxError(f"sandbox worker {self.index} did not start: {exc}{self.log_tail()}") from None
+        if not isinstance(frame, dict) or frame.get("op") != "ready":
+            raise SandboxError(f"sandbox worker {self.index} sent an unexpected first message")
+        if frame.get("fatal"):
+            raise SandboxError(f"sandbox worker {self.index} cannot run jobs: {frame['fatal']}")
+        self.ready_info = frame
+        return frame
+
+    def call(self, request: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """Send one request and wait for its reply (raises EOFError/OSError/TimeoutError)."""
+        self.wait_ready()
+        P.send_frame(self.sock, request)
+        reply = P.recv_frame(self.sock, deadline)
+        if not isinstance(reply, dict) or reply.get("id") != request.get("id"):
+            raise P.ProtocolError("reply does not match the request")
+        return reply
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, limit: int = 2000) -> str:
+        try:
+            self._log.seek(0, os.SEEK_END)
+            size = self._log.tell()
+            self._log.seek(max(0, size - limit))
+            text = self._log.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return f"\nworker log:\n{text}" if text else ""
+
+    def kill(self) -> None:
+        """Kill the fork server; the kernel then kills every job process of this worker."""
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
+        for closable in (self.sock, self._log):
+            try:
+                closable.close()
+            except OSError:
+                pass

@@ -1,0 +1,99 @@
+"""Turning a freshly forked child of the fork server into a confined job process.
+
+:func:`confine` runs in the child right after ``fork()``, before any untrusted code:
+new session (its own process group), standard streams and the result pipe on fixed
+descriptors with every other descriptor closed, its own working directory, resource
+limits, a scrubbed environment, and (as root) a switch to an unprivileged uid/gid with no
+supplementary groups. ``PR_SET_NO_NEW_PRIVS`` forbids regaining privileges through a
+set-uid binary; the parent-death signal kills the job if its fork server dies.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+from dataclasses import dataclass, field
+
+from . import linux
+
+RESULT_FD = 3  # the harness writes its records here; the program is never told about it
+
+_RLIMITS = {
+    "cpu_s": resource.RLIMIT_CPU,
+    "address_space_bytes": resource.RLIMIT_AS,
+    "file_size_bytes": resource.RLIMIT_FSIZE,
+    "open_files": resource.RLIMIT_NOFILE,
+    "processes": resource.RLIMIT_NPROC,
+    "core_bytes": resource.RLIMIT_CORE,
+}
+
+
+@dataclass
+class ChildSpec:
+    """Everything :func:`confine` needs; built by the fork server for each run."""
+
+    job_dir: str
+    env: dict[str, str]
+    stdin_fd: int
+    stdout_fd: int
+    stderr_fd: int
+    result_fd: int
+    rlimits: dict[str, int] = field(default_factory=dict)  # keys of _RLIMITS; <= 0 = unlimited
+    uid: int | None = None  # switch to this uid/gid (None: keep the current ones)
+    gid: int | None = None
+    drop_capabilities: bool = False  # empty the capability sets (user namespace, same uid)
+
+
+def confine(spec: ChildSpec) -> None:
+    """Apply ``spec`` to the calling (freshly forked) process. Raises on any failure."""
+    os.setsid()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    # Order matters: the result pipe goes last, since its source may be one of 0..2's targets.
+    os.dup2(spec.stdin_fd, 0)
+    os.dup2(spec.stdout_fd, 1)
+    os.dup2(spec.stderr_fd, 2)
+    os.dup2(spec.result_fd, RESULT_FD)
+    os.closerange(RESULT_FD + 1, _max_fd())
+    os.chdir(spec.job_dir)
+    os.umask(0o022)
+    for key, value in spec.rlimits.items():
+        _set_limit(_RLIMITS[key], value)
+    os.environ.clear()
+    os.environ.update(spec.env)
+    if spec.uid is not None and spec.gid is not None:
+        os.setgroups([])
+        os.setresgid(spec.gid, spec.gid, spec.gid)
+        os.setresuid(spec.uid, spec.uid, spec.uid)
+        if os.getresuid() != (spec.uid,) * 3 or os.getresgid() != (spec.gid,) * 3:
+            raise OSError("privilege drop did not take effect")
+        try:
+            os.setuid(0)
+        except PermissionError:
+            pass
+        else:
+            raise OSError("privileges could be regained after dropping them")
+    if spec.drop_capabilities:
+        linux.drop_all_capabilities()
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    # Cleared by the credential change above, so set it afterwards.
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Dumpable again so that /proc/self belongs to the job user (programs may read it).
+    linux.prctl(linux.PR_SET_DUMPABLE, 1)
+
+
+def _set_limit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    if value <= 0:
+        return
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))
+
+
+def _max_fd() -> int:
+    try:
+        return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    except (ValueError, OSError):  # pragma: no cover
+        return 65536

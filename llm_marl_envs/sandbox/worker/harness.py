@@ -1,0 +1,288 @@
+"""The test harness inside a job process: runs the program, then the setup and the tests.
+
+Runs in the confined child after :mod:`.child` and :mod:`.guard`. Results are written as
+nonce-tagged records (see :mod:`.protocol`) to a dedicated pipe, never to stdout. Every
+function and object the harness needs after the program starts running is bound to a local
+variable first, so a program that patches ``builtins``, ``os``, ``json``, ``sys.exit`` or
+this module does not change what is reported. A test passes only if the harness itself
+reaches the line after ``exec`` of that test's code.
+
+Assert mode (HumanEval / MBPP style): the program is executed once as module ``solution``;
+the setup code and the tests then run in a *copy* of its namespace in which the program's
+own bindings of builtin names (e.g. a global ``abs``) are removed and ``__builtins__`` is
+a pristine copy, and in which the setup is executed after the program, so a program-defined
+``check`` or ``candidate`` is overwritten. Each test gets its own stdout/stderr buffers.
+
+I/O mode (APPS / CodeContests style): the program runs as ``__main__`` with the test's
+stdin on fd 0; stdout/stderr go to pipes the fork server reads. The comparison with the
+expected output is done by the caller, not here.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import linecache
+import os
+import sys
+import threading
+import time
+import types
+from typing import Any, NoReturn
+
+from . import protocol as P
+from .report import describe, truncate
+
+PROGRAM_FILE = "solution.py"
+SETUP_FILE = "<setup>"
+_PRISTINE_BUILTINS = dict(builtins.__dict__)  # captured in the fork server, before any job
+
+
+class BoundedText(io.TextIOBase):
+    """A write-only text stream that keeps the first ``keep`` characters and counts the rest."""
+
+    def __init__(self, keep: int, hard_limit: int) -> None:
+        super().__init__()
+        self._parts: list[str] = []
+        self._kept = 0
+        self._keep = keep
+        self._hard = hard_limit
+        self.total = 0
+        self.buffer = _BoundedBytes(self)
+
+    @property
+    def exceeded(self) -> bool:
+        return self.total > self._hard
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:  # type: ignore[override]
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        n = len(s)
+        self.total += n
+        if self._kept < self._keep:
+            piece = s[: self._keep - self._kept]
+            self._parts.append(piece)
+            self._kept += len(piece)
+        return n
+
+    def isatty(self) -> bool:
+        return False
+
+    def getvalue(self) -> str:
+        text = "".join(self._parts)
+        if self.total > self._kept:
+            text += f"\n...[truncated {self.total - self._kept} characters]"
+        return text
+
+
+class _BoundedBytes:
+    """``sys.stdout.buffer`` for a :class:`BoundedText`."""
+
+    def __init__(self, owner: BoundedText) -> None:
+        self._owner = owner
+
+    def write(self, b: Any) -> int:
+        data = bytes(b)
+        self._owner.write(data.decode("utf-8", "replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def _compile(source: str, filename: str) -> types.CodeType:
+    code = compile(source, filename, "exec", dont_inherit=True)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return code
+
+
+def _syntax_error_text(exc: BaseException, limit: int) -> str:
+    from .report import safe_str, type_name
+
+    if isinstance(exc, SyntaxError):
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        text = f"{type_name(exc)}: {safe_str(exc.msg, limit)} ({exc.filename}, {where})"
+        if exc.text:
+            text += "\n    " + exc.text.rstrip("\n")
+            if exc.offset and exc.offset > 0:
+                text += "\n    " + " " * (exc.offset - 1) + "^"
+        return truncate(text, limit)
+    return truncate(f"{type_name(exc)}: {safe_str(exc, limit)}", limit)
+
+
+def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: list[int]) -> NoReturn:
+    """Entry point in the confined child. Never returns (ends with ``os._exit``)."""
+    # Everything used after the program starts is bound here, before it can patch anything.
+    write, exit_now, clock, cpu = os.write, os._exit, time.perf_counter, time.process_time
+    dumps, run_code, settrace, setprofile = json.dumps, exec, sys.settrace, sys.setprofile
+    limit = int(job["limits"]["report_chars"])
+    hard = int(job["limits"]["output_bytes"])
+    fd = 3
+
+    def emit(kind: str, index: int, flag: bool, payload: dict[str, Any]) -> None:
+        line = nonce + " " + kind + " " + str(index) + (" 1 " if flag else " 0 ") + dumps(payload) + "\n"
+        data = line.encode("ascii", "backslashreplace")
+        try:
+            while data:
+                data = data[write(fd, data):]
+        except OSError:
+            pass  # the program closed or replaced the pipe: the run will count as failed
+
+    def finish() -> NoReturn:
+        emit(P.REC_END, -1, True, {})
+        exit_now(0)
+
+    emit(P.REC_READY, -1, True, {})
+    if mode == "io":
+        _run_io(job, test_indices[0], emit, finish, limit, clock, cpu, run_code)
+    else:
+        _run_asserts(job, test_indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile)
+    finish()
+
+
+def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile) -> None:  # noqa: ANN001, PLR0913
+    tests = job["tests"]
+    try:
+        setup_code = _compile(job.get("setup") or "", SETUP_FILE)
+    except BaseException as exc:  # noqa: BLE001
+        emit(P.REC_BAD_TEST, -1, False, {"error": _syntax_error_text(exc, limit)})
+        finish()
+    compiled = []
+    for i in indices:
+        try:
+            compiled.append((i, _compile(tests[i]["code"], f"<test {tests[i]['name']}>")))
+        except BaseException as exc:  # noqa: BLE001
+            emit(P.REC_BAD_TEST, i, False, {"error": _syntax_error_text(exc, limit)})
+            finish()
+    try:
+        program = _compile(job["program"], PROGRAM_FILE)
+    except BaseException as exc:  # noqa: BLE001
+        emit(P.REC_COMPILE, -1, False, {"error": _syntax_error_text(exc, limit)})
+        finish()
+    real_stdout, real_stderr = sys.stdout, sys.stderr
+    sys.stdin = io.StringIO("")
+    module = types.ModuleType("solution")
+    module.__file__ = PROGRAM_FILE
+    sys.modules["solution"] = module
+    namespace = module.__dict__
+    start_wall, start_cpu = clock(), cpu()
+    ok, info = True, {}
+    try:
+        run_code(program, namespace)
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            ok, info = False, describe(exc, limit)
+    except BaseException as exc:  # noqa: BLE001
+        ok, info = False, describe(exc, limit)
+    _flush(real_stdout, real_stderr)
+    info.update(wall_time_s=clock() - start_wall, cpu_time_s=cpu() - start_cpu)
+    emit(P.REC_PROGRAM, -1, ok, info)
+    if not ok:
+        finish()
+
+    program_values = dict(namespace)
+    test_ns = dict(namespace)
+    test_ns["__builtins__"] = dict(_PRISTINE_BUILTINS)
+    sys.stdout = BoundedText(limit, hard)
+    sys.stderr = BoundedText(limit, hard)
+    settrace(None)
+    setprofile(None)
+    try:
+        run_code(setup_code, test_ns)
+    except BaseException as exc:  # noqa: BLE001
+        emit(P.REC_SETUP, -1, False, describe(exc, limit))
+        finish()
+    for name in list(test_ns):
+        if name in _PRISTINE_BUILTINS and not name.startswith("__") and name in program_values:
+            if test_ns[name] is program_values[name]:
+                del test_ns[name]  # the program's own `abs`, `len`, ... never reach the tests
+    emit(P.REC_SETUP, -1, True, {})
+
+    for index, code in compiled:
+        emit(P.REC_BEGIN, index, True, {})
+        out, err = BoundedText(limit, hard), BoundedText(limit, hard)
+        sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
+        settrace(None)
+        setprofile(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+        passed, info = False, {}
+        t0, c0 = clock(), cpu()
+        try:
+            run_code(code, test_ns)
+            wall, used = clock() - t0, cpu() - c0
+            passed = True
+        except BaseException as exc:  # noqa: BLE001
+            wall, used = clock() - t0, cpu() - c0
+            info = describe(exc, limit)
+        if out.exceeded or err.exceeded:
+            passed = False
+            info = {"error_type": "OutputLimitExceeded",
+                    "error_message": f"the test printed more than {hard} characters"}
+        info.update(stdout=out.getvalue(), stderr=err.getvalue(), wall_time_s=wall, cpu_time_s=used)
+        emit(P.REC_RESULT, index, passed, info)
+
+
+def _run_io(job, index, emit, finish, limit, clock, cpu, run_code) -> None:  # noqa: ANN001
+    try:
+        program = _compile(job["program"], PROGRAM_FILE)
+    except BaseException as exc:  # noqa: BLE001
+        emit(P.REC_COMPILE, -1, False, {"error": _syntax_error_text(exc, limit)})
+        finish()
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="surrogateescape")
+    stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="surrogateescape")
+    stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
+    sys.stdout, sys.stderr = stdout, stderr
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, stdout, stderr  # type: ignore[misc]
+    sys.argv = [PROGRAM_FILE]
+    module = types.ModuleType("__main__")
+    module.__file__ = PROGRAM_FILE
+    sys.modules["__main__"] = module
+    exit_code, info = 0, {}
+    t0, c0 = clock(), cpu()
+    try:
+        run_code(program, module.__dict__)
+    except SystemExit as exc:
+        exit_code = _exit_code(exc.code, stderr)
+    except BaseException as exc:  # noqa: BLE001
+        exit_code, info = 1, describe(exc, limit)
+        try:
+            stderr.write(info.get("traceback", "") + "\n")
+        except BaseException:  # noqa: BLE001
+            pass
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]  # join non-daemon threads, as at exit
+    except BaseException:  # noqa: BLE001
+        pass
+    _flush(stdout, stderr)
+    info.update(exit_code=exit_code, wall_time_s=clock() - t0, cpu_time_s=cpu() - c0)
+    emit(P.REC_RESULT, index, exit_code == 0, info)
+
+
+def _exit_code(code: Any, stderr: Any) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        stderr.write(str(code) + "\n")
+    except BaseException:  # noqa: BLE001
+        pass
+    return 1
+
+
+def _flush(*streams: Any) -> None:
+    for stream in (*streams, sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass

@@ -1,0 +1,304 @@
+"""Running one job (a program and its tests) inside the fork server, and judging each test.
+
+Assert tests run in one job process, in order. If that process dies or is killed during
+test *i* (time-out, crash, ``os._exit``, memory), test *i* fails with that cause and the
+tests after it are re-run in a fresh process, so each test is judged on its own; the job's
+overall time budget bounds the number of re-runs. I/O tests run one process each. A test
+passes only with an explicit passing record from the harness; a missing record is a
+failure, never a pass. Infrastructure failures (the job process could not be set up) are
+reported as ``infra_error`` and never as a failed test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import time
+from typing import Any
+
+from . import protocol as P
+from .child import ChildSpec
+from .fsview import remove_path
+from .supervisor import RunResult, RunSpec, Supervisor
+
+_SIGNAL_TEXT = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "aborted", signal.SIGBUS: "bus error",
+                signal.SIGFPE: "floating point exception", signal.SIGILL: "illegal instruction"}
+
+
+class JobRunner:
+    """Executes job requests for one fork server (see :mod:`.server`)."""
+
+    def __init__(self, settings: dict[str, Any], supervisor: Supervisor, job_root: str, wipe) -> None:  # noqa: ANN001
+        self.s = settings
+        self.supervisor = supervisor
+        self.job_root = job_root
+        self.wipe = wipe
+
+    # -- one job ---------------------------------------------------------------------------
+    def run(self, job: dict[str, Any]) -> dict[str, Any]:
+        started = time.monotonic()
+        tests = job["tests"]
+        timeout = float(job["limits"]["timeout_s"])
+        budget = float(job["limits"]["job_timeout_s"])
+        state = _JobState(len(tests), started + budget)
+        job_dir = tempfile.mkdtemp(prefix="job-", dir=self.job_root)
+        try:
+            if self.s["uid"] is not None:
+                os.chown(job_dir, self.s["uid"], self.s["gid"])
+            os.chmod(job_dir, 0o700)
+            assert_idx = [i for i, t in enumerate(tests) if t["kind"] == "assert"]
+            io_idx = [i for i, t in enumerate(tests) if t["kind"] == "io"]
+            if assert_idx or not io_idx:
+                self._run_asserts(job, assert_idx, job_dir, timeout, state)
+            for i in io_idx:
+                if state.stop:
+                    break
+                self._run_io(job, i, job_dir, timeout, state)
+            state.fill_missing(timeout)
+        except Exception as exc:  # noqa: BLE001 - a bug or an OS failure here is ours, not the program's
+            state.infra_error = f"sandbox worker failed while running the job: {type(exc).__name__}: {exc}"
+        finally:
+            remove_path(job_dir)
+            self.wipe()
+        return state.response(time.monotonic() - started)
+
+    def _spec(self, job: dict[str, Any], mode: str, indices: list[int], job_dir: str, timeout: float,
+              state: _JobState, stdin: bytes = b"", output_cap: int | None = None) -> RunSpec:
+        lim = job["limits"]
+        cpu_s = float(lim["cpu_time_s"]) * (len(indices) + (1 if mode == "assert" else 0))
+        rlimits = {
+            "cpu_s": int(cpu_s) + 1,
+            "address_space_bytes": int(lim["memory_bytes"]),
+            "file_size_bytes": int(lim["file_size_bytes"]),
+            "open_files": int(lim["open_files"]),
+            "processes": int(lim["processes"]),
+            "core_bytes": 0,
+        }
+        env = dict(self.s["env"])
+        env.update(HOME=job_dir, TMPDIR=job_dir, PWD=job_dir)
+        child = ChildSpec(job_dir=job_dir, env=env, stdin_fd=-1, stdout_fd=-1, stderr_fd=-1, result_fd=-1,
+                          rlimits=rlimits, uid=self.s["uid"], gid=self.s["gid"],
+                          drop_capabilities=self.s["drop_capabilities"])
+        return RunSpec(job=job, mode=mode, indices=indices, child=child, timeout_s=timeout,
+                       job_deadline=state.deadline, output_cap=output_cap or int(lim["output_bytes"]),
+                       guard=self.s["guard"], allow_subprocesses=self.s["allow_subprocesses"],
+                       block_network=self.s["block_network"], stdin=stdin)
+
+    # -- assert tests ----------------------------------------------------------------------
+    def _run_asserts(self, job: dict[str, Any], indices: list[int], job_dir: str, timeout: float,
+                     state: _JobState) -> None:
+        pending = list(indices)
+        first = True
+        while True:
+            if time.monotonic() >= state.deadline and not first:
+                break
+            run = self.supervisor.run(self._spec(job, "assert", pending, job_dir, timeout, state))
+            if run.infra_error:
+                state.infra_error = run.infra_error
+                return
+            if first:
+                state.set_program_output(run)
+                first = False
+            if self._judge_assert_run(run, pending, state, timeout):
+                return
+            done = {i for i in pending if i in state.results}
+            remaining = [i for i in pending if i not in done]
+            if not remaining or len(remaining) == len(pending):
+                return
+            pending = remaining
+
+    def _judge_assert_run(self, run: RunResult, pending: list[int], state: _JobState, timeout: float) -> bool:
+        """Record what ``run`` says about ``pending``; True if the remaining tests must not be re-run."""
+        begun: set[int] = set()
+        program_ok = setup_ok = False
+        for kind, index, flag, payload in run.records:
+            if kind == P.REC_COMPILE:
+                state.compile_error = str(payload.get("error", "the program does not compile"))
+                state.stop = True
+                return True
+            if kind == P.REC_BAD_TEST:
+                state.bad_test = {"index": index, "error": str(payload.get("error", ""))}
+                state.stop = True
+                return True
+            if kind == P.REC_PROGRAM:
+                program_ok = flag
+                if not flag:
+                    state.program_error = _error_summary(payload)
+                    state.fail_all(pending, _prefixed(payload, "the program raised an exception at top level"))
+                    return True
+                if not state.program_timing:
+                    state.program_timing = payload
+            elif kind == P.REC_SETUP:
+                setup_ok = flag
+                if not flag:
+                    state.fail_all(pending, _prefixed(payload, "the test set-up failed"))
+                    return True
+            elif kind == P.REC_BEGIN and index in pending:
+                begun.add(index)
+            elif kind == P.REC_RESULT and index in begun and index not in state.results:
+                state.results[index] = _test_entry(flag, payload)
+        unfinished = [i for i in pending if i not in state.results]
+        if not unfinished:
+            return True
+        cause = _death_cause(run, timeout)
+        if not program_ok or not setup_ok:
+            where = "while the program was loading" if not program_ok else "during the test set-up"
+            if cause.get("timed_out"):
+                state.program_error = f"TimeoutError: time limit exceeded {where}"
+            state.fail_all(pending, _with_context(cause, where))
+            return True
+        current = run.active if isinstance(run.active, int) else None
+        if current in begun and current not in state.results:
+            state.results[current] = _test_entry(False, cause)
+            return run.killed == "budget"
+        # Died between tests (e.g. a thread started by an earlier test): blame the next test.
+        state.results[unfinished[0]] = _test_entry(False, _with_context(cause, "before this test started"))
+        return run.killed == "budget"
+
+    # -- I/O tests -------------------------------------------------------------------------
+    def _run_io(self, job: dict[str, Any], index: int, job_dir: str, timeout: float, state: _JobState) -> None:
+        test = job["tests"][index]
+        stdin = test.get("stdin", "").encode("utf-8", "surrogateescape")
+        cap = int(test.get("output_cap") or job["limits"]["output_bytes"])
+        if time.monotonic() >= state.deadline:
+            return
+        run = self.supervisor.run(self._spec(job, "io", [index], job_dir, timeout, state, stdin, cap))
+        if run.infra_error:
+            state.infra_error = run.infra_error
+            state.stop = True
+            return
+        entry: dict[str, Any] = {}
+        finished = False
+        for kind, rec_index, flag, payload in run.records:
+            if kind == P.REC_COMPILE:
+                state.compile_error = str(payload.get("error", "the program does not compile"))
+                state.stop = True
+                return
+            if kind == P.REC_RESULT and rec_index == index:
+                entry = _test_entry(flag, payload)
+                finished = True
+        if not finished or run.killed:
+            entry = _test_entry(False, _death_cause(run, timeout))
+        entry["stdout"] = run.stdout.decode("utf-8", "replace")
+        entry["stderr"] = run.stderr.decode("utf-8", "replace")
+        entry["stdout_bytes"] = run.stdout_total
+        if run.killed is None and finished:
+            entry["wall_time_s"] = run.wall_time_s
+            entry["cpu_time_s"] = run.cpu_time_s
+        state.results[index] = entry
+        if state.program_stdout is None:
+            state.set_program_output(run, include_output=False)
+
+
+class _JobState:
+    """Accumulates the outcome of one job; ``response()`` is what goes back to the caller."""
+
+    def __init__(self, n_tests: int, deadline: float) -> None:
+        self.n = n_tests
+        self.deadline = deadline
+        self.results: dict[int, dict[str, Any]] = {}
+        self.compile_error: str | None = None
+        self.program_error: str | None = None
+        self.program_timing: dict[str, Any] | None = None
+        self.bad_test: dict[str, Any] | None = None
+        self.infra_error: str | None = None
+        self.program_stdout: str | None = None
+        self.program_stderr: str | None = None
+        self.stop = False
+
+    def set_program_output(self, run: RunResult, include_output: bool = True) -> None:
+        self.program_stdout = run.stdout.decode("utf-8", "replace") if include_output else ""
+        self.program_stderr = run.stderr.decode("utf-8", "replace") if include_output else ""
+
+    def fail_all(self, indices: list[int], info: dict[str, Any]) -> None:
+        for i in indices:
+            if i not in self.results:
+                self.results[i] = _test_entry(False, info)
+
+    def fill_missing(self, timeout: float) -> None:
+        if self.compile_error is not None:
+            first_line = (self.compile_error.splitlines() or [""])[0]
+            info = {"error_type": first_line.split(":", 1)[0].strip() or "SyntaxError",
+                    "error_message": "the program does not compile: " + first_line}
+            self.fail_all(list(range(self.n)), info)
+            return
+        budget_left = time.monotonic() < self.deadline
+        why = "not run" if budget_left else "not run: the job's time budget was exhausted"
+        self.fail_all(list(range(self.n)), {"error_type": "NotRun", "error_message": why})
+
+    def response(self, wall: float) -> dict[str, Any]:
+        return {
+            "tests": [self.results.get(i) for i in range(self.n)],
+            "compile_error": self.compile_error,
+            "program_error": self.program_error,
+            "bad_test": self.bad_test,
+            "infra_error": self.infra_error,
+            "stdout": self.program_stdout or "",
+            "stderr": self.program_stderr or "",
+            "wall_time_s": wall,
+        }
+
+
+def _test_entry(passed: bool, payload: dict[str, Any]) -> dict[str, Any]:
+    keys = ("error_type", "error_message", "traceback", "stdout", "stderr", "wall_time_s", "cpu_time_s",
+            "timed_out", "memory_exceeded", "exit_code")
+    entry = {k: payload[k] for k in keys if k in payload}
+    entry["passed"] = bool(passed)
+    return entry
+
+
+def _error_summary(payload: dict[str, Any]) -> str:
+    return f"{payload.get('error_type', 'Error')}: {payload.get('error_message', '')}"
+
+
+def _prefixed(payload: dict[str, Any], context: str) -> dict[str, Any]:
+    info = dict(payload)
+    info["error_message"] = f"{context}: {payload.get('error_message', '')}"
+    info.pop("stdout", None)
+    info.pop("stderr", None)
+    return info
+
+
+def _with_context(cause: dict[str, Any], context: str) -> dict[str, Any]:
+    info = dict(cause)
+    info["error_message"] = f"{cause.get('error_message', '')} ({context})"
+    return info
+
+
+def _death_cause(run: RunResult, timeout: float) -> dict[str, Any]:
+    """Why a job process stopped without reporting: time-out, output flood, crash, exit..."""
+    info: dict[str, Any] = {"wall_time_s": run.wall_time_s, "cpu_time_s": run.cpu_time_s}
+    if run.killed == "timeout":
+        info.update(error_type="TimeoutError", timed_out=True,
+                    error_message=f"time limit exceeded ({timeout:g} s wall clock)", wall_time_s=timeout)
+    elif run.killed == "budget":
+        info.update(error_type="TimeoutError", timed_out=True,
+                    error_message="the job's total time budget was exhausted")
+    elif run.killed == "output":
+        info.update(error_type="OutputLimitExceeded", error_message="the program wrote too much output")
+    elif run.killed == "channel":
+        info.update(error_type="ResultChannelAbuse",
+                    error_message="the program flooded the harness's result channel")
+    elif run.signal is not None:
+        sig = run.signal
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        if sig in (signal.SIGKILL, signal.SIGXCPU) and run.cpu_limit_s and run.cpu_time_s >= run.cpu_limit_s - 0.05:
+            info.update(error_type="TimeoutError", timed_out=True, error_message="CPU time limit exceeded")
+        else:
+            detail = _SIGNAL_TEXT.get(sig, "killed")
+            info.update(error_type="ProcessCrashed", error_message=f"the process died: {name} ({detail})")
+            if run.memory_limit_bytes and run.max_rss_kb * 1024 >= 0.8 * run.memory_limit_bytes:
+                info["memory_exceeded"] = True
+                info["error_message"] += "; it was close to its memory limit"
+    else:
+        code = run.exit_code
+        info.update(error_type="ProcessExited",
+                    error_message=f"the process exited (code {code}) before the test finished")
+    if not info.get("memory_exceeded") and b"MemoryError" in run.stderr[-4096:]:
+        info["memory_exceeded"] = True
+    return info
+

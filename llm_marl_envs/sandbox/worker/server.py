@@ -1,0 +1,193 @@
+"""The fork server ("zygote"): one per pool slot, serving job requests from the caller.
+
+Started by the caller as ``python -I -B -c <bootstrap> <worker dir> <socket fd> <settings>``
+with a scrubbed environment. It enters its namespaces (:mod:`.namespaces`), becomes PID 1
+of its PID namespace when it has one, sets up its file-system view (:mod:`.fsview`),
+pre-imports the configured modules (so jobs do not pay for them), checks that a confined
+job process can actually work (the self-test), reports what isolation is in effect, and
+then runs one job at a time: for each, it forks fresh job processes from this warm
+interpreter (:mod:`.jobs`, :mod:`.supervisor`).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import traceback
+from typing import Any
+
+from . import linux
+from . import protocol as P
+from .child import RESULT_FD, ChildSpec, confine
+from .fsview import FsView, python_paths, remove_path, setup_fs_view
+from .jobs import JobRunner
+from .namespaces import enter_namespaces
+from .supervisor import Supervisor
+
+
+def main(argv: list[str]) -> None:
+    sock_fd, settings = int(argv[0]), json.loads(argv[1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.dont_write_bytecode = True
+    report = enter_namespaces(bool(settings["use_namespaces"]))
+    if report["pid_ns"]:
+        server_pid = os.fork()
+        if server_pid:
+            os.close(sock_fd)  # only the server may hold the caller's socket (EOF = server gone)
+            _wait_and_exit(server_pid)
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/mem for jobs
+    linux.limit_malloc_arenas(2)  # glibc reserves 64 MB of address space per thread arena
+    sock = socket.socket(fileno=sock_fd)
+    try:
+        server = ForkServer(settings, report)
+    except BaseException:  # noqa: BLE001 - report any start-up failure to the caller
+        P.send_frame(sock, {"op": "ready", "fatal": "fork server start-up failed:\n" + traceback.format_exc()})
+        os._exit(1)
+    P.send_frame(sock, {"op": "ready", "pid": os.getpid(), "isolation": server.isolation, "fatal": server.fatal})
+    server.serve(sock)
+    os._exit(0)
+
+
+def _wait_and_exit(pid: int) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(1)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
+class ForkServer:
+    def __init__(self, settings: dict[str, Any], report: dict[str, Any]) -> None:
+        self.settings = settings
+        root = os.geteuid() == 0
+        drop = bool(settings["drop_privileges"]) and root
+        self.run_uid = int(settings["uid"]) if drop else None
+        self.run_gid = int(settings["gid"]) if drop else None
+        needed = python_paths()
+        self.view = FsView()
+        if report["mount_ns"]:
+            self.view = setup_fs_view(
+                private_dirs=list(settings["private_dirs"]),
+                hidden_paths=list(settings["hidden_paths"]),
+                needed_paths=needed,
+                run_uid=os.getuid() if self.run_uid is None else self.run_uid,
+                run_gid=os.getgid() if self.run_gid is None else self.run_gid,
+                tmpfs_size_mb=int(settings["tmpfs_size_mb"]),
+                mount_proc=bool(report["pid_ns"]),
+            )
+        self.job_root = self.view.job_root or settings.get("tmp_root") or tempfile.gettempdir()
+        for name in settings.get("preload", ()):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a missing optional module is not an error
+                pass
+        # Modules the harness needs in every job process, loaded once here.
+        from . import harness  # noqa: F401
+
+        gc.collect()
+        gc.freeze()  # keep the warm heap out of the children's garbage collections (less copy-on-write)
+        is_pid1 = bool(report["pid_ns"]) and os.getpid() == 1
+        runner_settings = {
+            "uid": self.run_uid,
+            "gid": self.run_gid,
+            "drop_capabilities": not drop and bool(report["user_ns"]),
+            "env": dict(settings["env"]),
+            "guard": bool(settings["guard"]),
+            "allow_subprocesses": bool(settings["allow_subprocesses"]),
+            "block_network": bool(settings["block_network"]),
+        }
+        self.supervisor = Supervisor(is_pid1=is_pid1)
+        self.runner = JobRunner(runner_settings, self.supervisor, self.job_root, self.view.wipe)
+        self.fatal = self._self_test(needed, runner_settings)
+        self.isolation = {
+            **{k: v for k, v in report.items() if k != "notes"},
+            "private_tmp": bool(self.view.private_dirs),
+            "private_proc": self.view.proc_mounted,
+            "hidden_paths": [m for m in self.view.masks if m not in self.view.private_dirs],
+            "privileges_dropped": self.run_uid is not None,
+            "run_uid": os.getuid() if self.run_uid is None else self.run_uid,
+            "run_gid": os.getgid() if self.run_gid is None else self.run_gid,
+            "running_as_root": root,
+            "subreaper": not is_pid1,
+            "notes": list(report["notes"]) + self.view.notes,
+        }
+
+    def serve(self, sock: socket.socket) -> None:
+        while True:
+            try:
+                request = P.recv_frame(sock)
+            except (EOFError, OSError, P.ProtocolError):
+                return
+            op = request.get("op") if isinstance(request, dict) else None
+            if op == "job":
+                reply = self.runner.run(request["job"])
+                reply["id"] = request.get("id")
+            elif op == "ping":
+                reply = {"op": "pong", "id": request.get("id")}
+            else:
+                return
+            try:
+                P.send_frame(sock, reply)
+            except OSError:
+                return
+
+    def _self_test(self, needed: list[str], s: dict[str, Any]) -> str | None:
+        """Fork a confined process and check it can read Python's files and write its directory."""
+        job_dir = tempfile.mkdtemp(prefix="selftest-", dir=self.job_root)
+        read_fd, write_fd = os.pipe()
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            if s["uid"] is not None:
+                os.chown(job_dir, s["uid"], s["gid"])
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - child
+                try:
+                    confine(ChildSpec(job_dir=job_dir, env=dict(s["env"]), stdin_fd=null, stdout_fd=null,
+                                      stderr_fd=null, result_fd=write_fd, uid=s["uid"], gid=s["gid"],
+                                      drop_capabilities=s["drop_capabilities"]))
+                    for path in needed:
+                        if os.path.isdir(path):
+                            os.listdir(path)
+                        else:
+                            open(path, "rb").close()
+                    with open(os.path.join(job_dir, "probe"), "w") as f:
+                        f.write("ok")
+                    os._exit(0)
+                except BaseException as exc:  # noqa: BLE001
+                    try:
+                        os.write(RESULT_FD, f"{type(exc).__name__}: {exc}".encode()[:2000])
+                    finally:
+                        os._exit(1)
+            os.close(write_fd)
+            write_fd = -1
+            message = b""
+            while True:
+                chunk = os.read(read_fd, 4096)
+                if not chunk:
+                    break
+                message += chunk
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) == 0:
+                return None
+            who = f"uid {s['uid']}" if s["uid"] is not None else "the job user"
+            return (f"a confined job process ({who}) cannot work: {message.decode(errors='replace') or status}. "
+                    "Make the Python installation readable by that user, allow mount namespaces, "
+                    "or set SandboxConfig(drop_privileges=False) (weaker isolation).")
+        finally:
+            for fd in (read_fd, write_fd, null):
+                if fd >= 0:
+                    os.close(fd)
+            remove_path(job_dir)

@@ -1,0 +1,182 @@
+"""Batched generation with TransformersBackend on tiny real models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from baselines.generation import GenerationConfig, GenOutput, GenRequest, TransformersBackend
+from baselines.policies import Team, TeamConfig, build_tiny_model
+from baselines.policies.corpus import signal_game_texts
+from llm_marl_envs.toy import signal_game_v0
+
+AGENTS = ["speaker", "listener"]
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    texts = signal_game_texts(episodes=8)
+    root = tmp_path_factory.mktemp("generation")
+    return {
+        "word": str(build_tiny_model(root / "word", texts=texts, seed=0)),
+        "bpe": str(
+            build_tiny_model(root / "bpe", texts=texts, tokenizer="bpe", arch="llama", hidden_size=48, seed=1)
+        ),
+    }
+
+
+def chat(user: str, role: str = "speaker") -> list[dict[str, str]]:
+    return [{"role": "system", "content": f"You are the {role}."}, {"role": "user", "content": user}]
+
+
+USERS = [
+    "candidates: apple boat cat drum\ntarget: cat",
+    "target: egg",
+    "candidates: owl pen nut jar kite lamp moon\ntarget: owl",
+    "candidates: fish goat\nmessage: goat",
+]
+
+
+def requests() -> list[GenRequest]:
+    return [GenRequest(AGENTS[i % 2], chat(u, AGENTS[i % 2])) for i, u in enumerate(USERS)]
+
+
+def assert_logprobs_recomputed(team: Team, outs: list[GenOutput], temperature: float) -> None:
+    for out in outs:
+        logps, _ = team.sequence_logprobs(
+            out.agent, [out.prompt_ids], [out.completion_ids], temperature=temperature
+        )
+        assert len(out.logprobs) == len(out.completion_ids) > 0
+        torch.testing.assert_close(logps[0].detach(), torch.tensor(out.logprobs), atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("mode", ["shared", "lora"])
+def test_sampling_logprobs_match_recomputation(paths, mode):
+    team = Team.from_config(TeamConfig(mode=mode, model=paths["word"]), AGENTS)
+    if mode == "lora":  # make the two adapters differ
+        with torch.no_grad():
+            for n, p in team.trainable_parameters("listener").items():
+                if "lora_B" in n:
+                    p.normal_(0, 0.3)
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=12, temperature=1.0, seed=0))
+    reqs = requests()
+    outs = backend.generate(reqs)
+    assert [o.agent for o in outs] == [r.agent for r in reqs]
+    for r, o in zip(reqs, outs):
+        assert o.prompt_ids == team.encode_prompt(r.agent, r.messages)
+        assert o.text == team.decode(r.agent, o.completion_ids)
+        assert o.policy == str(team.policy_key(r.agent))
+    assert_logprobs_recomputed(team, outs, 1.0)
+    # a temperature is applied to the reported log-probs, and recomputed the same way
+    cold = GenerationConfig(max_new_tokens=12, temperature=0.7, seed=1)
+    assert_logprobs_recomputed(team, backend.generate(reqs, cold), 0.7)
+
+
+def test_one_generate_call_per_policy(paths):
+    team = Team.from_config(TeamConfig(mode="lora", model=paths["word"]), AGENTS)
+    model = team.model("speaker")
+    calls: list[int] = []
+    real_generate = model.generate
+
+    def counting_generate(*args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        return real_generate(*args, **kwargs)
+
+    model.generate = counting_generate
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=4, seed=0))
+    backend.generate(requests() * 3)
+    assert sorted(calls) == [6, 6]  # one batched call per adapter, never one per sequence
+    calls.clear()
+    TransformersBackend(team, GenerationConfig(max_new_tokens=4), max_batch_size=4).generate(requests() * 3)
+    assert sorted(calls) == [2, 2, 4, 4]
+
+
+def test_batch_composition_does_not_change_results(paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=10, temperature=0))
+    reqs = requests()
+    together = backend.generate(reqs)
+    for r, t in zip(reqs, together):
+        alone = backend.generate([r])[0]
+        assert alone.completion_ids == t.completion_ids
+        np.testing.assert_allclose(alone.logprobs, t.logprobs, atol=1e-4)
+    assert_logprobs_recomputed(team, together, 1.0)
+
+
+def test_seeded_sampling_is_reproducible(paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    cfg = GenerationConfig(max_new_tokens=10, seed=7)
+    a = [o.completion_ids for o in TransformersBackend(team, cfg).generate(requests())]
+    b = [o.completion_ids for o in TransformersBackend(team, cfg).generate(requests())]
+    c = [
+        o.completion_ids
+        for o in TransformersBackend(team, GenerationConfig(max_new_tokens=10, seed=8)).generate(requests())
+    ]
+    assert a == b and a != c
+
+
+def test_completion_stops_at_eos(paths):
+    """Teach the model to answer prompt 0 with " cat</s>" and prompt 1 with a long run without EOS."""
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    tok = team.tokenizer("speaker")
+    prompts = [team.encode_prompt("speaker", chat(u)) for u in USERS[:2]]
+    cat = tok(" cat", add_special_tokens=False)["input_ids"]
+    targets = [cat + [tok.eos_token_id], tok(" egg" * 5, add_special_tokens=False)["input_ids"]]
+    opt = torch.optim.Adam(team.trainable_parameters("speaker").values(), lr=3e-2)
+    for _ in range(25):
+        opt.zero_grad()
+        logps, _ = team.sequence_logprobs("speaker", prompts, targets)
+        (-sum(lp.sum() for lp in logps)).backward()
+        opt.step()
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=4, temperature=0))
+    stop, length = backend.generate([GenRequest("speaker", prompt_ids=p) for p in prompts])
+    assert stop.completion_ids == cat + [tok.eos_token_id]
+    assert stop.finish_reason == "stop" and stop.text == " cat"
+    assert len(length.completion_ids) == 4 and length.finish_reason == "length"
+    assert tok.eos_token_id not in length.completion_ids and length.text == " egg" * 4
+    assert_logprobs_recomputed(team, [stop, length], 1.0)
+
+
+def test_heterogeneous_team_generation(paths):
+    cfg = TeamConfig(mode="separate", models={"speaker": paths["word"], "listener": paths["bpe"]})
+    team = Team.from_config(cfg, AGENTS)
+    outs = TransformersBackend(team, GenerationConfig(max_new_tokens=8, seed=0)).generate(requests())
+    assert {o.policy for o in outs} == {"speaker", "listener"}
+    assert_logprobs_recomputed(team, outs, 1.0)
+
+
+def test_plays_the_signal_game(paths):
+    """Real env prompts in, completions out, through the PettingZoo AEC loop."""
+    team = Team.from_config(TeamConfig(mode="lora", model=paths["word"]), AGENTS)
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=6, seed=0))
+    env = signal_game_v0.env(n_rounds=2)
+    env.reset(seed=0)
+    steps = 0
+    for agent in env.agent_iter():
+        _, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        out = backend.generate([GenRequest(agent, env.unwrapped.observe_chat(agent))])[0]
+        env.step(out.text)
+        steps += 1
+    assert steps == 4 and len(env.unwrapped.record.steps) == 4
+
+
+def test_bad_requests(paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=2, max_prompt_tokens=8))
+    assert backend.generate([]) == []
+    with pytest.raises(ValueError, match="max_prompt_tokens"):
+        backend.generate(requests())
+    with pytest.raises(ValueError, match="empty prompt"):
+        backend.generate([GenRequest("speaker", prompt_ids=[])])
+    with pytest.raises(KeyError, match="unknown agent"):
+        backend.generate([GenRequest("judge", prompt_ids=[1, 2])])
+    with pytest.raises(ValueError, match="exactly one"):
+        GenRequest("speaker")
+    with pytest.raises(ValueError, match="temperature"):
+        GenerationConfig(temperature=-1)
+    with pytest.raises(ValueError, match="top_p"):
+        GenerationConfig(top_p=0)

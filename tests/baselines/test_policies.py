@@ -1,0 +1,252 @@
+"""The team map: shared / LoRA / separate policies, batched scoring, reference, checkpoints."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from baselines.policies import PolicyKey, Team, TeamConfig, build_tiny_model
+from baselines.policies.corpus import signal_game_texts
+
+AGENTS = ["speaker", "listener"]
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    texts = signal_game_texts(episodes=8)
+    root = tmp_path_factory.mktemp("policies")
+    return {
+        "word": str(build_tiny_model(root / "word", texts=texts, seed=0)),
+        "bpe": str(
+            build_tiny_model(root / "bpe", texts=texts, tokenizer="bpe", arch="llama", hidden_size=48, seed=1)
+        ),
+    }
+
+
+def chat(user: str, role: str = "speaker") -> list[dict[str, str]]:
+    return [{"role": "system", "content": f"You are the {role}."}, {"role": "user", "content": user}]
+
+
+def batch(team: Team, agent: str = "speaker"):
+    prompts = [
+        team.encode_prompt(agent, chat("candidates: apple boat cat drum\ntarget: cat")),
+        team.encode_prompt(agent, chat("target: egg")),
+        team.encode_prompt(agent, chat("candidates: owl pen nut jar kite lamp moon\ntarget: owl")),
+    ]
+    tok = team.tokenizer(agent)
+    completions = [
+        tok(" cat", add_special_tokens=False)["input_ids"] + [tok.eos_token_id],
+        tok("egg egg egg hat", add_special_tokens=False)["input_ids"],
+        [],
+    ]
+    return prompts, completions
+
+
+def test_shared_mode(paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    assert team.policy_key("speaker") == team.policy_key("listener") == PolicyKey("shared")
+    assert team.tokenizer("speaker") is team.tokenizer("listener")
+    params = team.trainable_parameters("speaker")
+    assert params.keys() == dict(team.model("speaker").named_parameters()).keys()
+    assert len(team.trainable_parameters()) == len(params)
+    with pytest.raises(KeyError, match="unknown agent"):
+        team.policy_key("judge")
+
+
+def test_logprobs_independent_of_batch_and_padding(paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    prompts, completions = batch(team)
+    together, ents = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True)
+    assert [len(x) for x in together] == [len(c) for c in completions]
+    assert [len(x) for x in ents] == [len(c) for c in completions]
+    for i in range(len(prompts)):
+        alone, _ = team.sequence_logprobs("speaker", [prompts[i]], [completions[i]])
+        torch.testing.assert_close(together[i], alone[0], atol=1e-5, rtol=0)
+    chunked, _ = team.sequence_logprobs("speaker", prompts, completions, batch_size=1)
+    for a, b in zip(together, chunked):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    # against a plain unpadded forward pass written out by hand
+    model = team.model("speaker")
+    ids = torch.tensor([prompts[1] + completions[1]])
+    logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+    p = len(prompts[1])
+    ref = logp[torch.arange(p - 1, ids.shape[1] - 1), ids[0, p:]]
+    torch.testing.assert_close(together[1], ref, atol=1e-5, rtol=0)
+    # entropies are entropies: between 0 and log(vocab)
+    log_vocab = torch.log(torch.tensor(float(len(team.tokenizer("speaker")))))
+    assert all(0 <= float(e.min()) and float(e.max()) <= log_vocab for e in ents if len(e))
+    # temperature divides the logits
+    hot, _ = team.sequence_logprobs("speaker", prompts[:1], completions[:1], temperature=2.0)
+    assert not torch.allclose(hot[0], together[0])
+
+
+def test_gradients_flow_and_training_changes_the_policy(paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    prompts, completions = batch(team)
+    params = team.trainable_parameters("speaker")
+    logps, _ = team.sequence_logprobs("speaker", prompts[:2], completions[:2])
+    before = float(logps[0].sum())
+    (-sum(lp.sum() for lp in logps)).backward()
+    grads = [p.grad for p in params.values()]
+    assert all(g is not None for g in grads) and sum(float(g.abs().sum()) for g in grads) > 0
+    opt = torch.optim.Adam(params.values(), lr=1e-2)
+    for _ in range(5):
+        opt.zero_grad()
+        logps, _ = team.sequence_logprobs("speaker", prompts[:1], completions[:1])
+        (-logps[0].sum()).backward()
+        opt.step()
+    after = float(team.sequence_logprobs("speaker", prompts[:1], completions[:1])[0][0].sum())
+    assert after > before + 1.0
+
+
+def test_lora_mode(paths):
+    team = Team.from_config(TeamConfig(mode="lora", model=paths["word"], lora_r=4, reference=True), AGENTS)
+    keys = [team.policy_key(a) for a in AGENTS]
+    assert keys[0].model == keys[1].model and keys[0].adapter != keys[1].adapter
+    model = team.model("speaker")
+    sp, li = team.trainable_parameters("speaker"), team.trainable_parameters("listener")
+    assert sp and li and not set(sp) & set(li)
+    assert all("lora_" in n and keys[0].adapter in n for n in sp)
+    # only adapter weights are trainable, and both adapters stay trainable whichever is active
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable == set(sp) | set(li)
+    team.model("listener")
+    assert {n for n, p in model.named_parameters() if p.requires_grad} == trainable
+    base_count = sum(p.numel() for n, p in model.named_parameters() if "lora_" not in n)
+    assert sum(p.numel() for p in sp.values()) < base_count / 5
+
+    prompts, completions = batch(team)
+    start_sp = team.sequence_logprobs("speaker", prompts, completions)[0]
+    start_li = team.sequence_logprobs("listener", prompts, completions)[0]
+    for a, b in zip(start_sp, start_li):  # fresh adapters are identity (B = 0)
+        torch.testing.assert_close(a, b)
+    with torch.no_grad():
+        for n, p in sp.items():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+    new_sp = team.sequence_logprobs("speaker", prompts, completions)[0]
+    new_li = team.sequence_logprobs("listener", prompts, completions)[0]
+    assert not torch.allclose(new_sp[0], start_sp[0], atol=1e-3)
+    for a, b in zip(new_li, start_li):
+        torch.testing.assert_close(a, b)
+    # reference = base without adapter: equals the untouched listener, differs from the speaker
+    ref = team.reference_logprobs("speaker", prompts, completions)
+    for a, b in zip(ref, start_li):
+        torch.testing.assert_close(a, b)
+        assert not a.requires_grad
+    # gradients reach the active agent's adapter only
+    logps, _ = team.sequence_logprobs("listener", prompts[:2], completions[:2])
+    sum(lp.sum() for lp in logps).backward()
+    assert all(p.grad is not None for p in li.values())
+    assert all(p.grad is None for p in sp.values())
+
+
+def test_separate_heterogeneous_team(paths):
+    cfg = TeamConfig(
+        mode="separate", models={"speaker": paths["word"], "listener": paths["bpe"]}, reference=True
+    )
+    team = Team.from_config(cfg, AGENTS)
+    assert team.policy_key("speaker") != team.policy_key("listener")
+    assert team.model("speaker").config.model_type == "qwen2"
+    assert team.model("listener").config.model_type == "llama"
+    text = "candidates: apple boat cat drum"
+    assert team.encode_prompt("speaker", chat(text)) != team.encode_prompt("listener", chat(text))
+    assert not set(map(id, team.trainable_parameters("speaker").values())) & set(
+        map(id, team.trainable_parameters("listener").values())
+    )
+    for agent in AGENTS:
+        prompts, completions = batch(team, agent)
+        logps, _ = team.sequence_logprobs(agent, prompts, completions)
+        ref = team.reference_logprobs(agent, prompts, completions)
+        for a, b in zip(logps, ref):
+            torch.testing.assert_close(a.detach(), b)
+    with pytest.raises(ValueError, match="unknown agents"):
+        Team.from_config(
+            TeamConfig(mode="separate", models={"judge": paths["word"]}, model=paths["word"]), AGENTS
+        )
+    with pytest.raises(ValueError, match="no checkpoint"):
+        Team.from_config(TeamConfig(mode="separate", models={"speaker": paths["word"]}), AGENTS)
+
+
+@pytest.mark.parametrize("mode", ["shared", "lora", "separate"])
+def test_save_and_load(paths, tmp_path, mode):
+    cfg = TeamConfig(
+        mode=mode, model=paths["word"], models={"listener": paths["bpe"]} if mode == "separate" else {}
+    )
+    team = Team.from_config(cfg, AGENTS)
+    with torch.no_grad():
+        for p in team.trainable_parameters().values():
+            p.add_(0.05 * torch.randn_like(p))
+    team.save(tmp_path / "ckpt")
+    loaded = Team.load(tmp_path / "ckpt")
+    assert loaded.policy_keys() == team.policy_keys()
+    for agent in AGENTS:
+        prompts, completions = batch(team, agent)
+        a = team.sequence_logprobs(agent, prompts, completions)[0]
+        b = loaded.sequence_logprobs(agent, prompts, completions)[0]
+        for x, y in zip(a, b):
+            torch.testing.assert_close(x, y)
+    fresh = Team.from_config(cfg, AGENTS)
+    with pytest.raises(ValueError, match="policies"):
+        fresh.load_state_dict({"nope": {}})
+    exported = team.export_pretrained(tmp_path / "hf")
+    assert len(exported) == len(team.policy_keys())
+
+
+def test_bad_inputs(paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    with pytest.raises(ValueError, match="empty prompt"):
+        team.sequence_logprobs("speaker", [[]], [[5]])
+    with pytest.raises(ValueError, match="outside the model vocabulary"):
+        team.sequence_logprobs("speaker", [[1, 2]], [[10**6]])
+    with pytest.raises(ValueError, match="prompts but"):
+        team.sequence_logprobs("speaker", [[1, 2]], [])
+    with pytest.raises(RuntimeError, match="no reference"):
+        team.reference_logprobs("speaker", [[1, 2]], [[3]])
+    with pytest.raises(ValueError, match="mode"):
+        Team.from_config(TeamConfig(mode="mixed", model=paths["word"]), AGENTS)
+    with pytest.raises(ValueError, match="needs TeamConfig.model"):
+        Team.from_config(TeamConfig(mode="lora"), AGENTS)
+    with pytest.raises(ValueError, match="distinct"):
+        Team.from_config(TeamConfig(model=paths["word"]), ["a", "a"])
+    empty, _ = team.sequence_logprobs("speaker", [[1, 2]], [[]])
+    assert empty[0].shape == (0,)
+
+
+def _saved_numel(team: Team, prompts, completions) -> tuple[int, list[torch.Tensor]]:
+    """Elements autograd saves for backward during one scoring pass, and the log-probs."""
+    total = 0
+
+    def pack(t):
+        nonlocal total
+        total += t.numel()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        logps, _ = team.sequence_logprobs("speaker", prompts, completions)
+    return total, logps
+
+
+def test_gradient_checkpointing(paths):
+    from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
+
+    plain = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    ckpt = Team.from_config(
+        TeamConfig(mode="shared", model=paths["word"], gradient_checkpointing=True), AGENTS
+    )
+    prompts, completions = batch(plain)
+    saved_plain, lp_plain = _saved_numel(plain, prompts, completions)
+    saved_ckpt, lp_ckpt = _saved_numel(ckpt, prompts, completions)
+    assert saved_ckpt < saved_plain / 2  # activations are recomputed, not stored
+    for a, b in zip(lp_plain, lp_ckpt):
+        torch.testing.assert_close(a, b)
+    sum(lp.sum() for lp in lp_plain).backward()
+    sum(lp.sum() for lp in lp_ckpt).backward()
+    grads_plain = plain.trainable_parameters("speaker")
+    for name, p in ckpt.trainable_parameters("speaker").items():
+        torch.testing.assert_close(p.grad, grads_plain[name].grad, atol=1e-5, rtol=1e-4)
+    cfg = GenerationConfig(max_new_tokens=6, temperature=0)
+    reqs = [GenRequest("speaker", prompt_ids=p) for p in prompts]
+    a = TransformersBackend(plain, cfg).generate(reqs)
+    b = TransformersBackend(ckpt, cfg).generate(reqs)
+    assert [o.completion_ids for o in a] == [o.completion_ids for o in b]

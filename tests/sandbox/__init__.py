@@ -1,0 +1,1 @@
+"""Tests of llm_marl_envs.sandbox."""
