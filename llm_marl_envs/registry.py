@@ -15,9 +15,9 @@ A task module follows PettingZoo's layout: ``raw_env`` (the class), ``env(**kwar
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
-from collections.abc import Mapping
 from typing import Any
 
 

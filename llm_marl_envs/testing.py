@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +137,7 @@ def check_hostile_actions(spec: EnvSpec) -> None:
     for shift in range(2):
         env.reset(seed=shift)
         i = shift
-        for agent in env.agent_iter():
+        for _agent in env.agent_iter():
             _, _, term, trunc, _ = env.last()
             env.step(None if term or trunc else HOSTILE_ACTIONS[i % len(HOSTILE_ACTIONS)])
             i += 1

@@ -52,7 +52,7 @@ hostile_actions = st.one_of(
 def test_fuzz_arbitrary_actions_never_raise(env_spec, data):
     env = env_spec.make(**env_spec.test_kwargs)
     env.reset(seed=data.draw(st.integers(0, 3)))
-    for steps, agent in enumerate(env.agent_iter()):
+    for steps, _agent in enumerate(env.agent_iter()):
         _, _, term, trunc, _ = env.last()
         env.step(None if term or trunc else data.draw(hostile_actions))
         assert steps < 5_000

@@ -42,6 +42,8 @@ class BenchConfig:
     envs: tuple[str, ...] = ("toy/signal_game_v0",)
     sequential_requests: int | None = 16
     seed: int = 0
+    threads: int | None = 1
+    max_padding: float | None = None
 
 
 def env_requests(env_names: tuple[str, ...], n: int, seed: int) -> tuple[list[GenRequest], list[str]]:
@@ -96,6 +98,8 @@ def timed(backend: TransformersBackend, batches: list[list[GenRequest]], device:
 
 
 def run(cfg: BenchConfig) -> float:
+    if cfg.threads and cfg.device == "cpu":
+        torch.set_num_threads(cfg.threads)  # shared CPUs: oversubscribed threads make timings noise
     requests, agents = env_requests(cfg.envs, cfg.n_requests, cfg.seed)
     texts = signal_game_texts() + [m["content"] for r in requests for m in r.messages]
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,7 +108,7 @@ def run(cfg: BenchConfig) -> float:
             TeamConfig(mode=cfg.mode, model=path, dtype=cfg.dtype, device=cfg.device), agents
         )
     gen = GenerationConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed)
-    backend = TransformersBackend(team, gen)
+    backend = TransformersBackend(team, gen, max_padding=cfg.max_padding)
     prompt_lens = [len(backend.prompt_ids(r)) for r in requests]
     n_params = sum(p.numel() for p in team.model(agents[0]).parameters())
     print(
@@ -117,7 +121,8 @@ def run(cfg: BenchConfig) -> float:
     timed(backend, [requests[:4]], cfg.device)  # warm-up
     timed(backend, [requests[:1]], cfg.device)
     b_tokens, b_time = timed(backend, [requests], cfg.device)
-    seq = requests[: cfg.sequential_requests or len(requests)]
+    every = -(-len(requests) // cfg.sequential_requests) if cfg.sequential_requests else 1
+    seq = requests[::every]  # evenly spread, so prompt lengths are representative
     s_tokens, s_time = timed(backend, [[r] for r in seq], cfg.device)
     batched, sequential = b_tokens / b_time, s_tokens / s_time
     print(f"batched (one generate per policy): {b_tokens} tokens in {b_time:.2f} s = {batched:.0f} tokens/s")
@@ -145,14 +150,16 @@ def main(argv: list[str] | None = None) -> None:
         "--sequential-requests",
         type=int,
         default=16,
-        help="time the one-at-a-time loop on the first N prompts only (0: all; tokens/s is per token)",
+        help="time the one-at-a-time loop on N evenly spread prompts only (0: all; tokens/s is per token)",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-padding", type=float, default=None, help="bucket prompts by length (e.g. 1.5)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
     a = p.parse_args(argv)
     run(BenchConfig(
         n_requests=a.requests, max_new_tokens=a.max_new_tokens, temperature=a.temperature, device=a.device,
         dtype=a.dtype, shape=a.shape, mode=a.mode, envs=tuple(a.env or ("toy/signal_game_v0",)),
-        sequential_requests=a.sequential_requests, seed=a.seed,
+        sequential_requests=a.sequential_requests, seed=a.seed, threads=a.threads, max_padding=a.max_padding,
     ))  # fmt: skip
 
 

@@ -2,7 +2,9 @@
 
 Requests are grouped by the policy that serves their agent (:meth:`Team.policy_key`); each
 group is ONE left-padded ``generate`` call (attention mask, KV cache), never one sequence at a
-time. The raw logits of every step (``output_logits``) give the sampling log-probs of the
+time. In a LoRA team all adapters share one base model, and by default (``mixed_adapters``)
+the whole team is one call: peft applies each row's own adapter (``adapter_names``).
+The raw logits of every step (``output_logits``) give the sampling log-probs of the
 generated tokens. Completions are cut after their first EOS.
 """
 
@@ -24,15 +26,31 @@ class TransformersBackend:
     Args:
         team: the agent -> policy map.
         config: default sampling settings (``generate`` may override them per call).
-        max_batch_size: most sequences per ``generate`` call (None: a whole policy group at once).
+        max_batch_size: most sequences per ``generate`` call (None: a whole group at once).
+        mixed_adapters: in a LoRA team, one call for all agents with per-row adapters; False:
+            one call per adapter.
+        max_padding: when set (e.g. 1.5), a group is sorted by prompt length and split into
+            calls whose padded size (rows x (longest prompt + max_new_tokens)) stays within
+            this factor of the real size; helps when prompt lengths vary a lot and attention
+            dominates (long prompts, small models, CPU). None: one call per group.
     """
 
     def __init__(
-        self, team: Team, config: GenerationConfig | None = None, *, max_batch_size: int | None = None
+        self,
+        team: Team,
+        config: GenerationConfig | None = None,
+        *,
+        max_batch_size: int | None = None,
+        mixed_adapters: bool = True,
+        max_padding: float | None = None,
     ):
+        if max_padding is not None and max_padding < 1:
+            raise ValueError(f"max_padding must be >= 1, got {max_padding}")
         self.team = team
         self.config = config or GenerationConfig()
         self.max_batch_size = max_batch_size
+        self.mixed_adapters = mixed_adapters
+        self.max_padding = max_padding
         self._calls = 0
 
     def sync_weights(self) -> None:
@@ -60,30 +78,49 @@ class TransformersBackend:
                 )
         groups: dict[PolicyKey, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
-            groups[self.team.policy_key(r.agent)].append(i)
+            key = self.team.policy_key(r.agent)
+            groups[PolicyKey(key.model) if self.mixed_adapters else key].append(i)
         outputs: list[GenOutput | None] = [None] * len(requests)
-        step = self.max_batch_size or max(len(requests), 1)
         with torch.no_grad(), torch.random.fork_rng(devices=self._cuda_devices()):
             if config.seed is not None:
                 torch.manual_seed(config.seed + call)
-            for key, idx in groups.items():
-                for start in range(0, len(idx), step):
-                    chunk = idx[start : start + step]
+            for idx in groups.values():
+                for chunk in self._chunks(idx, [len(prompts[i]) for i in idx], config.max_new_tokens):
                     agents = [requests[i].agent for i in chunk]
-                    for i, out in zip(
-                        chunk, self._generate_group(key, agents, [prompts[i] for i in chunk], config)
-                    ):
+                    results = self._generate_group(agents, [prompts[i] for i in chunk], config)
+                    for i, out in zip(chunk, results):
                         outputs[i] = out
         return outputs  # type: ignore[return-value]
+
+    def _chunks(self, idx: list[int], lengths: list[int], new_tokens: int) -> list[list[int]]:
+        """Split one group into generate calls (max_batch_size; length buckets when max_padding is set)."""
+        cap = self.max_batch_size or max(len(idx), 1)
+        if self.max_padding is None:
+            return [idx[s : s + cap] for s in range(0, len(idx), cap)]
+        order = sorted(range(len(idx)), key=lambda j: lengths[j])
+        chunks: list[list[int]] = []
+        chunk: list[int] = []
+        real = 0
+        for j in order:
+            size = lengths[j] + new_tokens  # the longest so far: rows are sorted by length
+            if chunk and (len(chunk) >= cap or (len(chunk) + 1) * size > self.max_padding * (real + size)):
+                chunks.append(chunk)
+                chunk, real = [], 0
+            chunk.append(idx[j])
+            real += size
+        return [*chunks, chunk] if chunk else chunks
 
     def _cuda_devices(self) -> list[int]:
         devs = {self.team.device(a) for a in self.team.agents}
         return sorted({d.index or 0 for d in devs if d.type == "cuda"})
 
     def _generate_group(
-        self, key: PolicyKey, agents: list[str], prompts: list[list[int]], config: GenerationConfig
+        self, agents: list[str], prompts: list[list[int]], config: GenerationConfig
     ) -> list[GenOutput]:
-        agent = agents[0]  # every agent of the group shares the model, adapter and tokenizer
+        agent = agents[0]  # every agent of the group shares the model and tokenizer
+        keys = [self.team.policy_key(a) for a in agents]
+        adapters = [k.adapter for k in keys]
+        extra = {"adapter_names": adapters} if len(set(adapters)) > 1 else {}
         tok = self.team.tokenizer(agent)
         device = self.team.device(agent)
         pad_id = tok.pad_token_id
@@ -110,7 +147,7 @@ class TransformersBackend:
         )
         with self.team.generating(agent) as model:
             out = model.generate(
-                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config
+                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config, **extra
             )
         new = out.sequences[:, width:]
         logits = torch.stack(out.logits, dim=1).float() / config.scoring_temperature
@@ -130,7 +167,7 @@ class TransformersBackend:
                     logprobs=logp[i, :n].tolist(),
                     text=tok.decode(completion, skip_special_tokens=True),
                     finish_reason="stop" if len(stops) else "length",
-                    policy=str(key),
+                    policy=str(keys[i]),
                 )
             )
         return results

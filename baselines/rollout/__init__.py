@@ -19,11 +19,10 @@ is the only thing the advantage schemes see.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.branching import sample_branching
-from baselines.rollout.common import GenStats, Generator, Slot, play_lockstep
+from baselines.rollout.common import Generator, GenStats, Slot, play_lockstep
 from baselines.rollout.env_tree import has_search_tree, sample_env_tree
 from baselines.rollout.episodes import episode_credit, sample_episodes
 from baselines.rollout.joint_tree import sample_joint_tree

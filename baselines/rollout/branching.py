@@ -27,12 +27,11 @@ The helper actions that finish a turn on a scoring copy are not training rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.common import (
-    GenStats,
     Generator,
+    GenStats,
     Slot,
     agent_components,
     generate,

@@ -149,5 +149,10 @@ def agent_components(env: Any, turn: int, agent: str) -> dict[str, float]:
     return {}
 
 
+def infra_excluded(env: Any) -> bool:
+    """Whether the task marked this episode as spoiled by an infrastructure failure (drop it, never score it)."""
+    return any(t.components.get("infra_excluded", 0) for t in env.unwrapped.record.turns)
+
+
 def episode_return(env: Any) -> float:
     return float(env.unwrapped.record.total_reward)

@@ -6,7 +6,8 @@ with ``id``, ``parent_id``, ``depth``, ``agent``, ``turn`` and ``score`` (``None
 sandbox failed: an infrastructure error, never a zero). After the episode every node
 becomes one row: ``node`` = id, ``parent`` = parent_id, ``depth``, ``reward`` = the node's
 score, matched to the agent-step of the node's turn. Nodes with an infrastructure error
-are left out of the table (and counted in ``info["infra_errors"]``).
+are left out of the table (and counted in ``info["infra_errors"]``); whole episodes the task
+marks ``infra_excluded`` are dropped (``info["infra_excluded_episodes"]``).
 
 Environments without a tree of their own get a *flat tree* per task: the G independent
 episodes hang under one root, every agent-turn is a node whose parent is the previous
@@ -21,10 +22,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
-from baselines.rollout.common import GenStats, Generator, Slot, episode_return, play_lockstep, step_components
+from baselines.rollout.common import (
+    Generator,
+    GenStats,
+    Slot,
+    episode_return,
+    infra_excluded,
+    play_lockstep,
+    step_components,
+)
 from baselines.rollout.episodes import episode_rows
 from baselines.samples import Row, SampleTable
-
 
 #: node ids of episode g of a flat tree are g * _NODE_STRIDE + step
 _NODE_STRIDE = 1_000_000
@@ -52,6 +60,8 @@ def sample_env_tree(
     ]
     stats = GenStats()
     play_lockstep(slots, backend, stats, max_steps=max_steps)
+    dropped = [s for s in slots if infra_excluded(s.env)]
+    slots = [s for s in slots if not infra_excluded(s.env)]
     if slots and has_search_tree(slots[0].env):
         rows, infra = [], 0
         for slot in slots:
@@ -59,12 +69,12 @@ def sample_env_tree(
             rows.extend(slot_rows)
             infra += slot_infra
         return RolloutResult(SampleTable.from_rows(rows), [episode_return(s.env) for s in slots], stats,
-                             info={"infra_errors": infra, "tree": "env"})
+                             info={"infra_errors": infra, "infra_excluded_episodes": len(dropped), "tree": "env"})
     rows = []
     for slot in slots:
         rows.extend(flat_tree_rows(slot, tool_reward_key))
     return RolloutResult(SampleTable.from_rows(rows), [episode_return(s.env) for s in slots], stats,
-                         info={"tree": "flat"})
+                         info={"infra_excluded_episodes": len(dropped), "tree": "flat"})
 
 
 def tree_rows(slot: Slot, tool_reward_key: str = "tool_validity") -> tuple[list[Row], int]:

@@ -9,6 +9,8 @@ instance; all ``len(tasks) * G`` episodes are played in lock-step with one batch
 - ``reward_components``: the components of the row's turn, as its agent saw them;
 - ``tool_reward``: the agent's ``tool_reward_key`` component summed over the episode's
   turns (0 when the environment reports none);
+- episodes the task marks ``infra_excluded`` (sandbox failure) are dropped and counted in
+  ``info["infra_excluded_episodes"]``, never scored as a wrong answer;
 - ``credit`` (SHARP, ``with_credit=True``): phi_k from the finished episode's
   ``coalition_value`` via :mod:`baselines.credit` (exact Shapley or single mask).
 """
@@ -21,10 +23,11 @@ from typing import Any
 from baselines.credit import compute_credit
 from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.common import (
-    GenStats,
     Generator,
+    GenStats,
     Slot,
     episode_return,
+    infra_excluded,
     play_lockstep,
     step_components,
     turn_rewards,
@@ -52,10 +55,12 @@ def sample_episodes(
     ]
     stats = GenStats()
     play_lockstep(slots, backend, stats, max_steps=max_steps)
-    rows = [row for slot in slots for row in episode_rows(
+    kept = [s for s in slots if not infra_excluded(s.env)]
+    rows = [row for slot in kept for row in episode_rows(
         slot, with_credit=with_credit, credit_method=credit_method, credit_mode=credit_mode,
         tool_reward_key=tool_reward_key)]
-    return RolloutResult(SampleTable.from_rows(rows), [episode_return(s.env) for s in slots], stats)
+    return RolloutResult(SampleTable.from_rows(rows), [episode_return(s.env) for s in kept], stats,
+                         info={"infra_excluded_episodes": len(slots) - len(kept)})
 
 
 def episode_rows(

@@ -19,13 +19,12 @@ expanded from (-1 = root), ``depth`` = its turn depth, ``group`` = the parent st
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from baselines.advantages import magrpo_returns
 from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
 from baselines.rollout.common import (
-    GenStats,
     Generator,
+    GenStats,
     Slot,
     is_done,
     play_lockstep,

@@ -18,24 +18,30 @@ Failure kinds (:class:`TestFeedback.kind`, string constants below): ``wrong_answ
 ``exception``, ``timeout``, ``memory``. Whole-program kinds (:attr:`Feedback.status`):
 ``passed``, ``failed``, ``compile_error``, ``infra_error``, ``no_tests``.
 
-Rendered text layout (``mode="detailed"``; every field is truncated in the middle to
+Rendered text layout (``mode="detailed"``, here with ``max_failures=2``; every field is truncated in the middle to
 ``max_field_chars``, the whole text to ``max_total_chars``)::
 
-    Public tests: 1/3 passed.
-    Test 2 (test_1): wrong answer
-      input: 3 4
-      expected: 7
-      got: 12
-    Test 3 (test_2): exception ZeroDivisionError: division by zero
+    Public tests: 1/4 passed.
+    Test 2 (public_1): wrong answer
+      input: 5 5
+      expected: 10
+      got: 25
+    Test 3 (public_2): exception ZeroDivisionError: integer division or modulo by zero
+      input: 1 0
+      expected: 1
+      got: (empty)
       traceback:
-        File "<program>", line 3, in solve
-        ZeroDivisionError: division by zero
+          File "solution.py", line 2, in solve
+            return a * b // b * a
+        ZeroDivisionError: integer division or modulo by zero
     (1 more failing test not shown)
 
 Each failure block starts with ``Test <k>`` (1-based position among the tests) and holds
-``input:``, ``expected:`` and ``got:`` lines (``(empty)`` for an empty value) where the sandbox knows them (stdin/stdout
-tests always; assert tests when the assert carried them in its message), so scripted
-policies and parsers can rely on these exact labels. ``mode="pass_fail"`` gives only the
+``input:``, ``expected:`` and ``got:`` lines (``(empty)`` for an empty value) where they
+are known -- stdin/stdout tests always; assert tests when the assertion message is
+``IO_MESSAGE_PREFIX + json.dumps({"input", "expected", "got"})`` -- so scripted policies
+and parsers (:func:`parse_failures`) can rely on these exact labels. A program that raised
+while loading adds a "The program raised an error while loading:" block. ``mode="pass_fail"`` gives only the
 first line, ``mode="none"`` an empty string.
 
 Infrastructure errors (the sandbox itself failed) are rendered as such -- "the test

@@ -56,9 +56,17 @@ could be scored) the final reward is 0 **and** ``reward_components["infra_exclud
 and ``infos[agent]["final"]["infra_error"]`` is set: trainers must drop such episodes.
 ``on_infra_error="raise"`` raises :class:`~llm_marl_envs.sandbox.SandboxError` instead.
 
-Answers with no code (empty, prose only) are a format issue (penalized by
-``format_penalty``) and become a node with score 0 and ``status="no_code"`` without
-running anything. Programs run only inside the sandbox.
+Format issues (penalized by ``format_penalty``, once per turn): an answer with no code
+(empty, or only a non-Python block) becomes a node with score 0 and ``status="no_code"``
+without running anything; code that does not compile (prose with no code block is taken
+as code by :func:`~llm_marl_envs.code.extract.extract_code`, so it lands here) is a node with
+``status="compile_error"`` and the syntax error as feedback. Programs run only inside the
+sandbox; the problem's prelude (imports and helpers its prompt provides) goes in front.
+
+Public-test validation (``validate_public=True``): the first time a problem is drawn (or
+for all at once with :meth:`raw_env.validate_problems`) its reference solution is run on
+the public tests and the tests it fails are dropped (``SearchProblem.dropped_public``) --
+HumanEval/47, /130 and /148 have docstring examples that contradict their ``check``.
 
 Scripted policies: :func:`best_policy` (oracle: the reference solution at every node),
 :func:`buggy_then_fixed_policy` (writes a wrong program; repairs it only when its
@@ -310,7 +318,7 @@ class raw_env(TextCollabEnv):
             texts = list(agent_instructions)
             if len(texts) != len(names):
                 raise ValueError(f"{len(texts)} agent_instructions for {len(names)} agents")
-        roles = [Role(a, t.format(agent=a, n=len(names))) for a, t in zip(names, texts)]
+        roles = [Role(a, t.replace("{agent}", a).replace("{n}", str(len(names)))) for a, t in zip(names, texts)]
         super().__init__(
             roles,
             max_turns=max_nodes,
@@ -349,6 +357,7 @@ class raw_env(TextCollabEnv):
         self.decisions: list[Decision] = []
         self.final: dict[str, Any] = {}
         self._new_node: Node | None = None
+        self._hidden_runs: dict[int, tuple[float | None, int, int, str | None]] = {}
 
     # ------------------------------------------------------------------ hooks
     def _setup(self, rng: np.random.Generator, options: dict) -> None:
@@ -367,6 +376,7 @@ class raw_env(TextCollabEnv):
         self.decisions = []
         self.final = {}
         self._new_node = None
+        self._hidden_runs = {}
 
     def _begin_turn(self) -> None:
         decision = choose(self.tree, self.agents, self.turn, self.selection, self.np_random)
@@ -374,8 +384,7 @@ class raw_env(TextCollabEnv):
         self.decisions.append(decision)
         agent = decision.agent
         if self.history == "node":
-            self._histories[agent] = self._histories[agent][:1]
-            self._obs_cache.pop(agent, None)
+            self.forget(agent)
         self.tell(agent, self._node_prompt(decision.parent_id))
 
     def _turn_agents(self) -> list[str]:
@@ -412,7 +421,8 @@ class raw_env(TextCollabEnv):
             total=fb.total, status=fb.status, feedback=fb.render(self.feedback_config),
         )  # fmt: skip
         if self.hidden_eval == "all":
-            self._new_node.hidden_score = self._hidden(self._new_node)[0]
+            self._hidden_runs[self._new_node.id] = self._hidden(self._new_node)
+            self._new_node.hidden_score = self._hidden_runs[self._new_node.id][0]
 
     def _end_turn(self) -> TurnOutcome:
         node = self._new_node
@@ -470,6 +480,15 @@ class raw_env(TextCollabEnv):
             print(text)
             return None
         return text
+
+    def validate_problems(self) -> int:
+        """Run the public-test validation (``validate_public``) on every problem now; returns
+        how many problems had public tests dropped. Otherwise it happens lazily at ``reset``."""
+        if self.validate_public:
+            for i, p in enumerate(self.problems):
+                if not p.validated:
+                    self.problems[i] = self._validated(p)
+        return sum(1 for p in self.problems if p.dropped_public)
 
     # ------------------------------------------------------------------ internals
     def _node_prompt(self, parent_id: int) -> str:
@@ -545,8 +564,8 @@ class raw_env(TextCollabEnv):
         if best is None:
             self.final = {"best_node": -1, "hidden_score": None, "infra_error": "no node could be scored"}
             return 0.0
-        if self.hidden_eval == "all" and best.hidden_score is not None:
-            score, passed, total, infra = best.hidden_score, None, len(self.problem.hidden_tests), None
+        if best.id in self._hidden_runs:
+            score, passed, total, infra = self._hidden_runs[best.id]
         else:
             score, passed, total, infra = self._hidden(best)
             best.hidden_score = score

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from gymnasium import spaces
 
 # A broad sample charset: printable ASCII, whitespace, code-ish symbols, accents, CJK, emoji.

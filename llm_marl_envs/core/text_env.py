@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pettingzoo import AECEnv
@@ -224,6 +225,11 @@ class TextCollabEnv(AECEnv):
         self._histories[agent].append({"role": "user", "content": text})
         self._obs_cache.pop(agent, None)
         self._transcript.append(f"[turn {self.turn}] -> {agent}: {self._fit(text, 2000)}")
+
+    def forget(self, agent: str) -> None:
+        """Clear ``agent``'s history back to its role instructions (memoryless observations)."""
+        self._histories[agent] = self._histories[agent][:1]
+        self._obs_cache.pop(agent, None)
 
     def schedule(self, agent: str) -> None:
         """Let ``agent`` act later in the current turn (after those already queued)."""

@@ -9,7 +9,8 @@ returning a wrapped environment, so branching works the same on ``env()`` object
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pettingzoo.utils import OrderEnforcingWrapper
 from pettingzoo.utils.conversions import aec_to_parallel

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -126,3 +127,8 @@ class WorkerProcess:
                 closable.close()
             except OSError:
                 pass
+        isolation = (self.ready_info or {}).get("isolation") or {}
+        if not isolation.get("private_tmp") and isolation.get("job_dir"):
+            # Without a private /tmp the job directory is on the host: remove it if the
+            # worker died in the middle of a job.
+            shutil.rmtree(isolation["job_dir"], ignore_errors=True)

@@ -141,6 +141,8 @@ class Sandbox:
             finally:
                 self._release(slot)
             if reply is None:
+                if self._closed:
+                    break
                 continue
             if reply.get("bad_test"):
                 bad = self._check_bad_test(job, reply["bad_test"])

@@ -14,6 +14,15 @@ from llm_marl_envs.toy import signal_game_v0
 AGENTS = ["speaker", "listener"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Tiny models run fastest on one thread, and the test machine's cores are shared."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory):
     texts = signal_game_texts(episodes=8)
@@ -84,12 +93,35 @@ def test_one_generate_call_per_policy(paths):
         return real_generate(*args, **kwargs)
 
     model.generate = counting_generate
-    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=4, seed=0))
-    backend.generate(requests() * 3)
-    assert sorted(calls) == [6, 6]  # one batched call per adapter, never one per sequence
+    # one call for the whole team: peft applies each row's adapter (mixed-adapter batch)
+    TransformersBackend(team, GenerationConfig(max_new_tokens=4, seed=0)).generate(requests() * 3)
+    assert calls == [12]
+    calls.clear()
+    per_adapter = TransformersBackend(team, GenerationConfig(max_new_tokens=4, seed=0), mixed_adapters=False)
+    per_adapter.generate(requests() * 3)
+    assert calls == [6, 6]  # one batched call per adapter, never one per sequence
     calls.clear()
     TransformersBackend(team, GenerationConfig(max_new_tokens=4), max_batch_size=4).generate(requests() * 3)
-    assert sorted(calls) == [2, 2, 4, 4]
+    assert calls == [4, 4, 4]
+
+
+def test_mixed_adapter_batch_matches_per_adapter_calls(paths):
+    team = Team.from_config(TeamConfig(mode="lora", model=paths["word"]), AGENTS)
+    with torch.no_grad():
+        for n, p in team.trainable_parameters("listener").items():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+    cfg = GenerationConfig(max_new_tokens=8, temperature=0)
+    mixed = TransformersBackend(team, cfg).generate(requests())
+    split = TransformersBackend(team, cfg, mixed_adapters=False).generate(requests())
+    assert [o.completion_ids for o in mixed] == [o.completion_ids for o in split]
+    # the listener rows really used the listener's (perturbed) adapter
+    as_speaker = TransformersBackend(team, cfg).generate(
+        [GenRequest("speaker", r.messages) for r in requests()]
+    )
+    listener_rows = [i for i, r in enumerate(requests()) if r.agent == "listener"]
+    assert any(mixed[i].completion_ids != as_speaker[i].completion_ids for i in listener_rows)
+    assert_logprobs_recomputed(team, mixed, 1.0)
 
 
 def test_batch_composition_does_not_change_results(paths):
@@ -180,3 +212,26 @@ def test_bad_requests(paths):
         GenerationConfig(temperature=-1)
     with pytest.raises(ValueError, match="top_p"):
         GenerationConfig(top_p=0)
+
+
+def test_length_buckets(paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    model = team.model("speaker")
+    calls: list[int] = []
+    real_generate = model.generate
+
+    def counting_generate(*args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[1])
+        return real_generate(*args, **kwargs)
+
+    model.generate = counting_generate
+    cfg = GenerationConfig(max_new_tokens=4, temperature=0)
+    reqs = requests() + [GenRequest("speaker", chat("candidates: " + "apple boat " * 40))]
+    one = TransformersBackend(team, cfg).generate(reqs)
+    assert len(calls) == 1
+    calls.clear()
+    bucketed = TransformersBackend(team, cfg, max_padding=1.2).generate(reqs)
+    assert len(calls) > 1 and min(calls) < max(calls)  # short prompts no longer padded to the long one
+    assert [o.completion_ids for o in bucketed] == [o.completion_ids for o in one]
+    with pytest.raises(ValueError, match="max_padding"):
+        TransformersBackend(team, cfg, max_padding=0.5)

@@ -11,6 +11,15 @@ from baselines.policies.corpus import signal_game_texts
 AGENTS = ["speaker", "listener"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Tiny models run fastest on one thread, and the test machine's cores are shared."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory):
     texts = signal_game_texts(episodes=8)

@@ -74,6 +74,13 @@ def test_syntax_error_has_line_and_column(sandbox):
     assert "line 1" in text
 
 
+def test_program_crashing_at_load_time_is_explained(sandbox):
+    res = sandbox.run('raise ValueError("boom")\ndef f():\n    pass\n', [AssertTest("assert f() is None", name="L2")])
+    fb = analyze(res)
+    assert fb.program_error == "ValueError: boom" and fb.failures[0].kind == EXCEPTION
+    assert "The program raised an error while loading:\n  ValueError: boom" in fb.render()
+
+
 def test_function_example_assert_reports_input_expected_got(sandbox):
     test = AssertTest(example_assert(Example("add(2, 3)", "5"), "add"), name="public_0")
     ok = sandbox.run("def add(a, b):\n    return a + b\n", [test], setup=PUBLIC_SETUP + "\ncandidate = add\n")

@@ -178,16 +178,19 @@ def test_no_code_and_prose_are_format_issues_and_zero_nodes():
 def test_hidden_eval_all_scores_every_node():
     env = ts.env(dataset="stdio_sample", max_nodes=3, hidden_eval="all")
     play(env, ts.buggy_then_fixed_policy, seed=0, problem=0)
-    assert all(n.hidden_score is not None for n in env.unwrapped.tree.nodes)
+    raw = env.unwrapped
+    assert all(n.hidden_score is not None for n in raw.tree.nodes)
+    assert raw.final["hidden_passed"] is not None and raw.final["hidden_total"] == 4
 
 
 def test_heterogeneous_agents_and_render_draws_the_tree():
     env = ts.env(dataset="stdio_sample", max_nodes=3, agent_names=["coder", "debugger"],
-                 agent_instructions=["You write code ({agent}).", "You fix code ({agent} of {n})."],
+                 agent_instructions=["You write code ({agent}) {like: this}.", "You fix code ({agent} of {n})."],
                  render_mode="ansi")  # fmt: skip
     play(env, ts.best_policy, problem=5)
     raw = env.unwrapped
     assert raw.observe_chat("debugger")[0]["content"] == "You fix code (debugger of 2)."
+    assert raw.observe_chat("coder")[0]["content"] == "You write code (coder) {like: this}."
     text = env.render()
     assert "Search tree for stdio/palindrome (3/3 nodes):\nproblem\n" in text
     assert "#0 " in text and "<- best" in text
@@ -257,3 +260,43 @@ def test_public_examples_contradicted_by_the_reference_are_dropped():
     unvalidated = ts.env(dataset="humaneval", problem_ids=["HumanEval/47"], max_nodes=1, validate_public=False)
     play(unvalidated, ts.best_policy, problem=0)
     assert unvalidated.unwrapped.tree[0].score == 0.5
+
+
+def test_full_history_keeps_every_prompt_of_an_agent():
+    env = ts.env(dataset="stdio_sample", max_nodes=4, n_agents=1, history="full")
+    play(env, ts.always_fail_policy, problem=0)
+    chat = env.unwrapped.observe_chat("agent_0")
+    assert [m["role"] for m in chat] == ["system"] + ["user", "assistant"] * 4
+
+
+def test_oracle_passes_every_humaneval_problem_at_the_first_node():
+    env = ts.env(dataset="humaneval", max_nodes=1)
+    raw = env.unwrapped
+    for i in range(len(raw.problems)):
+        assert play(env, ts.best_policy, problem=i) == 1.0, raw.problem.task_id
+        assert raw.tree[0].score == 1.0, raw.problem.task_id
+
+
+def test_validate_problems_up_front():
+    env = ts.env(dataset="humaneval", problem_ids=["HumanEval/0", "HumanEval/47"], max_nodes=1)
+    assert env.unwrapped.validate_problems() == 1
+    assert [p.validated for p in env.unwrapped.problems] == [True, True]
+
+
+def test_documented_example_tree_is_reproduced():
+    # docs/tasks/tree_search.md draws this tree: buggy_then_fixed_policy, HumanEval/12, 6 nodes, seed 3
+    env = ts.env(dataset="humaneval", problem_ids=["HumanEval/12"], max_nodes=6, render_mode="ansi")
+    assert play(env, ts.buggy_then_fixed_policy, seed=3, problem=0) == 1.0
+    raw = env.unwrapped
+    assert [(d.parent_id, d.agent) for d in raw.decisions] == [
+        (-1, "agent_1"), (0, "agent_1"), (0, "agent_1"), (2, "agent_1"), (1, "agent_1"), (0, "agent_0"),
+    ]  # fmt: skip
+    assert env.render().endswith(
+        "problem\n"
+        "`-- #0 agent_1 score=0.00 (0/3) failed\n"
+        "    |-- #1 agent_1 score=1.00 (3/3) passed hidden=1.00  <- best\n"
+        "    |   `-- #4 agent_1 score=0.00 (0/3) failed\n"
+        "    |-- #2 agent_1 score=1.00 (3/3) passed\n"
+        "    |   `-- #3 agent_1 score=0.00 (0/3) failed\n"
+        "    `-- #5 agent_0 score=1.00 (3/3) passed"
+    )

@@ -15,11 +15,12 @@ CODAS = ("", "", "", "", "n", "r", "l", "s", "th", "m")
 
 
 class NameMaker:
-    """Hands out unique invented words (2-4 syllables; longer once short ones run out)."""
+    """Hands out unique invented words: 2-3 syllables, longer ones once the short ones run out."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.used: set[str] = set()
+        self.base = 2  # syllables of a short word; raised for good when short words get scarce
 
     def syllable(self) -> str:
         r = self.rng
@@ -27,9 +28,11 @@ class NameMaker:
 
     def word(self) -> str:
         for attempt in range(1000):
-            n = 2 + (attempt // 50) + (self.rng.random() < 0.2)
+            if attempt == 20:
+                self.base += 1
+            n = self.base + (attempt // 50) + (self.rng.random() < 0.2)
             w = "".join(self.syllable() for _ in range(n)).capitalize()
-            if w not in self.used and len(w) <= 10 + 2 * (attempt // 50):
+            if w not in self.used and len(w) <= 10 + 2 * (self.base - 2 + attempt // 50):
                 self.used.add(w)
                 return w
         raise RuntimeError("could not invent a new name")  # pragma: no cover - astronomically unlikely

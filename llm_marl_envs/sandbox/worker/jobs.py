@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import time
 from typing import Any
 
@@ -29,10 +28,10 @@ _SIGNAL_TEXT = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "aborted",
 class JobRunner:
     """Executes job requests for one fork server (see :mod:`.server`)."""
 
-    def __init__(self, settings: dict[str, Any], supervisor: Supervisor, job_root: str, wipe) -> None:  # noqa: ANN001
+    def __init__(self, settings: dict[str, Any], supervisor: Supervisor, job_dir: str, wipe) -> None:  # noqa: ANN001
         self.s = settings
         self.supervisor = supervisor
-        self.job_root = job_root
+        self.job_dir = job_dir  # the same path for every job (the environment is set once for it)
         self.wipe = wipe
 
     # -- one job ---------------------------------------------------------------------------
@@ -42,7 +41,9 @@ class JobRunner:
         timeout = float(job["limits"]["timeout_s"])
         budget = float(job["limits"]["job_timeout_s"])
         state = _JobState(len(tests), started + budget)
-        job_dir = tempfile.mkdtemp(prefix="job-", dir=self.job_root)
+        job_dir = self.job_dir
+        remove_path(job_dir)
+        os.mkdir(job_dir, 0o700)
         try:
             if self.s["uid"] is not None:
                 os.chown(job_dir, self.s["uid"], self.s["gid"])
@@ -75,9 +76,7 @@ class JobRunner:
             "processes": int(lim["processes"]),
             "core_bytes": 0,
         }
-        env = dict(self.s["env"])
-        env.update(HOME=job_dir, TMPDIR=job_dir, PWD=job_dir)
-        child = ChildSpec(job_dir=job_dir, env=env, stdin_fd=-1, stdout_fd=-1, stderr_fd=-1, result_fd=-1,
+        child = ChildSpec(job_dir=job_dir, env=None, stdin_fd=-1, stdout_fd=-1, stderr_fd=-1, result_fd=-1,
                           rlimits=rlimits, uid=self.s["uid"], gid=self.s["gid"],
                           drop_capabilities=self.s["drop_capabilities"])
         return RunSpec(job=job, mode=mode, indices=indices, child=child, timeout_s=timeout,

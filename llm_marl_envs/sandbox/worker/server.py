@@ -88,7 +88,16 @@ class ForkServer:
                 tmpfs_size_mb=int(settings["tmpfs_size_mb"]),
                 mount_proc=bool(report["pid_ns"]),
             )
-        self.job_root = self.view.job_root or settings.get("tmp_root") or tempfile.gettempdir()
+        job_root = self.view.job_root or settings.get("tmp_root") or tempfile.gettempdir()
+        if self.view.job_root:
+            self.job_dir = os.path.join(job_root, "job")
+        else:  # a shared directory: a name of our own, that only exists while a job runs
+            self.job_dir = tempfile.mkdtemp(prefix="llm-sandbox-job-", dir=job_root)
+            os.rmdir(self.job_dir)
+        # Every job gets exactly this environment: set it here once, not in each job process.
+        os.environ.clear()
+        os.environ.update(settings["env"])
+        os.environ.update(HOME=self.job_dir, TMPDIR=self.job_dir, PWD=self.job_dir)
         for name in settings.get("preload", ()):
             try:
                 importlib.import_module(name)
@@ -104,13 +113,12 @@ class ForkServer:
             "uid": self.run_uid,
             "gid": self.run_gid,
             "drop_capabilities": not drop and bool(report["user_ns"]),
-            "env": dict(settings["env"]),
             "guard": bool(settings["guard"]),
             "allow_subprocesses": bool(settings["allow_subprocesses"]),
             "block_network": bool(settings["block_network"]),
         }
         self.supervisor = Supervisor(is_pid1=is_pid1)
-        self.runner = JobRunner(runner_settings, self.supervisor, self.job_root, self.view.wipe)
+        self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir, self.view.wipe)
         self.fatal = self._self_test(needed, runner_settings)
         self.isolation = {
             **{k: v for k, v in report.items() if k != "notes"},
@@ -122,6 +130,7 @@ class ForkServer:
             "run_gid": os.getgid() if self.run_gid is None else self.run_gid,
             "running_as_root": root,
             "subreaper": not is_pid1,
+            "job_dir": self.job_dir,
             "notes": list(report["notes"]) + self.view.notes,
         }
 
@@ -146,7 +155,8 @@ class ForkServer:
 
     def _self_test(self, needed: list[str], s: dict[str, Any]) -> str | None:
         """Fork a confined process and check it can read Python's files and write its directory."""
-        job_dir = tempfile.mkdtemp(prefix="selftest-", dir=self.job_root)
+        job_dir = self.job_dir
+        os.mkdir(job_dir, 0o700)
         read_fd, write_fd = os.pipe()
         null = os.open(os.devnull, os.O_RDWR)
         try:
@@ -155,7 +165,7 @@ class ForkServer:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - child
                 try:
-                    confine(ChildSpec(job_dir=job_dir, env=dict(s["env"]), stdin_fd=null, stdout_fd=null,
+                    confine(ChildSpec(job_dir=job_dir, env=None, stdin_fd=null, stdout_fd=null,
                                       stderr_fd=null, result_fd=write_fd, uid=s["uid"], gid=s["gid"],
                                       drop_capabilities=s["drop_capabilities"]))
                     for path in needed:

@@ -27,6 +27,7 @@ from .harness import run_job_process
 START_TIMEOUT_S = 10.0  # fork + confinement must be done by then, or it is an infra error
 EXIT_GRACE_S = 2.0  # after the final record, the time the child has to exit on its own
 MAX_RECORD_BYTES = 64 << 20  # more on the result pipe: the program is flooding it
+MAX_LINE_BYTES = 8 << 20  # a longer line on the result pipe: likewise
 INFRA_EXIT_CODE = 121
 
 
@@ -168,7 +169,11 @@ class Supervisor:
                             self._kill(pid, result, "channel")
                             continue
                         pending += data
-                        deadline = self._consume(pending, nonce, result, spec, deadline)
+                        if b"\n" in data:
+                            deadline = self._consume(pending, nonce, result, spec, deadline)
+                        if len(pending) > MAX_LINE_BYTES:  # no harness record is anywhere near this
+                            self._kill(pid, result, "channel")
+                            del pending[:]
                     else:
                         totals[fd] += len(data)
                         room = spec.output_cap - len(bufs[fd])
@@ -204,8 +209,6 @@ class Supervisor:
         while True:
             end = pending.find(b"\n")
             if end < 0:
-                if len(pending) > MAX_RECORD_BYTES:
-                    del pending[:]
                 return deadline
             line = bytes(pending[:end])
             del pending[: end + 1]

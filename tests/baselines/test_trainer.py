@@ -1,0 +1,113 @@
+"""Trainer: one real optimization step per scheme, per-agent optimizers and metrics, update guards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from baselines.advantages import AdvantageResult, compute_advantages
+from baselines.config import load_config
+from baselines.trainer import Trainer
+from tests.baselines.test_rollout import build_signal_model, signal_kwargs
+
+SCHEMES = ("grpo", "dr_mas", "magrpo", "at_grpo", "mars2", "sharp")
+PER_AGENT = ("reward", "adv_mean", "adv_std", "grad_norm", "kl", "clip_frac", "entropy", "response_len",
+             "mu", "sigma", "amplification")
+
+
+@pytest.fixture(scope="module")
+def namer_dir(tmp_path_factory) -> Path:
+    return build_signal_model(tmp_path_factory.mktemp("namer"), signal_kwargs(), imitate_steps=25)
+
+
+def small_config(model_dir: Path, *overrides: str):
+    cfg = load_config(overrides=["rollout.tasks_per_step=6", "rollout.group_size=4", "generation.max_new_tokens=1",
+                                 "log.tensorboard=false", "log.progress=false", f"model.path={model_dir}",
+                                 *overrides])
+    return cfg
+
+
+def snapshot(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in trainer.team.trainable_parameters(None).items()}
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_one_step_per_scheme_changes_every_trained_parameter(scheme, namer_dir, tmp_path):
+    trainer = Trainer(small_config(namer_dir, f"scheme={scheme}"), tmp_path)
+    before = snapshot(trainer)
+    metrics = trainer.train_step()
+    after = snapshot(trainer)
+    unchanged = [n for n in before if torch.equal(before[n], after[n])]
+    assert not unchanged, f"{scheme}: parameters not updated: {unchanged[:5]}"
+    assert metrics["skipped_updates"] == 0
+    for agent in ("speaker", "listener"):
+        for key in PER_AGENT:
+            value = metrics[f"agent/{agent}/{key}"]
+            assert np.isfinite(value), (agent, key)
+        assert metrics[f"agent/{agent}/grad_norm"] > 0
+    assert metrics["tokens_per_s/train"] > 0 and metrics["tokens_per_s/generation"] > 0
+    assert 0 <= metrics["reward"] <= 1
+
+
+def test_shared_model_logs_separate_per_agent_gradient_norms(namer_dir, tmp_path):
+    trainer = Trainer(small_config(namer_dir), tmp_path)
+    assert len(trainer.param_sets) == 1 and trainer.param_sets[0].agents == ["speaker", "listener"]
+    m = trainer.train_step()
+    g_s, g_l = m["agent/speaker/grad_norm"], m["agent/listener/grad_norm"]
+    assert g_s > 0 and g_l > 0 and g_s != g_l
+
+
+@pytest.mark.parametrize("sharing", ["lora", "separate"])
+def test_per_agent_optimizers_and_learning_rates(sharing, namer_dir, tmp_path):
+    trainer = Trainer(small_config(namer_dir, f"model.sharing={sharing}", "optim.agent_lr={speaker: 0.005}"),
+                      tmp_path)
+    assert [s.agents for s in trainer.param_sets] == [["speaker"], ["listener"]]
+    lrs = {s.agents[0]: s.optimizer.param_groups[0]["lr"] for s in trainer.param_sets}
+    assert lrs == {"speaker": 0.005, "listener": trainer.config.optim.lr}
+    own = {a: {n: p.detach().clone() for n, p in trainer.team.trainable_parameters(a).items()}
+           for a in ("speaker", "listener")}
+    assert not set(own["speaker"]) & set(own["listener"]) or sharing == "separate"
+    trainer.train_step()
+    for agent, params in own.items():
+        now = trainer.team.trainable_parameters(agent)
+        unchanged = [n for n, p in params.items() if torch.equal(p, now[n].detach())]
+        assert not unchanged, (agent, unchanged[:5])
+
+
+def test_shared_weights_with_different_learning_rates_is_an_error(namer_dir, tmp_path):
+    with pytest.raises(ValueError, match="share the weights"):
+        Trainer(small_config(namer_dir, "optim.agent_lr={speaker: 0.005}"), tmp_path)
+
+
+def test_non_finite_update_is_skipped(namer_dir, tmp_path):
+    trainer = Trainer(small_config(namer_dir), tmp_path)
+    table = trainer.collect(trainer.next_tasks()).table
+    adv = compute_advantages(table, "grpo")
+    bad = adv.advantages.copy()
+    bad[0] = np.nan
+    before = snapshot(trainer)
+    result = trainer.update(table, AdvantageResult(bad, adv.keep, adv.groups, adv.values, adv.stats))
+    assert result["skipped"] == 1
+    after = snapshot(trainer)
+    assert all(torch.equal(before[n], after[n]) for n in before)
+    assert all(p.grad is None for s in trainer.param_sets for p in s.params)
+
+
+def test_epochs_and_minibatches_take_several_optimizer_steps(namer_dir, tmp_path):
+    trainer = Trainer(small_config(namer_dir, "optim.epochs=2", "optim.minibatch_size=16"), tmp_path)
+    trainer.train_step()
+    state = trainer.param_sets[0].optimizer.state_dict()["state"]
+    rows = 6 * 4 * 2  # tasks x G x agents
+    assert {int(s["step"]) for s in state.values()} == {2 * int(np.ceil(rows / 16))}
+
+
+def test_kl_to_the_frozen_reference(namer_dir, tmp_path):
+    trainer = Trainer(small_config(namer_dir, "loss.kl_coef=0.1", "optim.lr=0.01"), tmp_path)
+    assert trainer.team.has_reference
+    first = trainer.train_step()
+    second = trainer.train_step()
+    assert first["agent/speaker/kl_ref"] == pytest.approx(0.0, abs=1e-6)  # policy == reference at step 1
+    assert second["agent/speaker/kl_ref"] > 0

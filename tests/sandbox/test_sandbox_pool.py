@@ -1,0 +1,237 @@
+"""The pool: infrastructure failures, concurrency, the default sandbox, the fallback mode."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+
+import pytest
+
+from llm_marl_envs.sandbox import (
+    AssertTest,
+    IOTest,
+    Job,
+    Sandbox,
+    SandboxError,
+    close_default_sandbox,
+    default_sandbox,
+)
+
+from .conftest import processes_named, server_pids, small_config
+
+SLEEPY = "import time\ndef f(t):\n    time.sleep(t)\n    return t\n"
+
+
+def _kill_server_later(sb: Sandbox, delay: float) -> threading.Thread:
+    def kill() -> None:
+        time.sleep(delay)
+        for pid in server_pids(sb):
+            os.kill(pid, signal.SIGKILL)
+
+    thread = threading.Thread(target=kill)
+    thread.start()
+    return thread
+
+
+def test_a_worker_that_dies_gives_a_flagged_infrastructure_error():
+    with Sandbox(small_config(workers=1, infra_retries=0, timeout_s=5)) as sb:
+        killer = _kill_server_later(sb, 0.5)
+        res = sb.run(SLEEPY, [AssertTest("assert f(3) == 3"), AssertTest("assert 1")])
+        killer.join()
+        assert res.infra_error is not None and "sandbox worker failed" in res.infra_error
+        assert res.tests == [] and res.total == 2 and not res.ok
+        with pytest.raises(SandboxError):
+            _ = res.pass_fraction
+        with pytest.raises(SandboxError):
+            _ = res.all_passed
+        # the dead worker was replaced
+        assert sb.run(SLEEPY, [AssertTest("assert f(0) == 0")]).all_passed
+
+
+def test_infra_failures_are_retried_on_a_fresh_worker():
+    with Sandbox(small_config(workers=1, infra_retries=1, timeout_s=5)) as sb:
+        first = server_pids(sb)
+        killer = _kill_server_later(sb, 0.3)
+        res = sb.run(SLEEPY, [AssertTest("assert f(1) == 1")])
+        killer.join()
+        assert res.ok and res.all_passed
+        assert server_pids(sb) != first
+
+
+def test_a_closed_sandbox_reports_or_raises(tmp_path):
+    sb = Sandbox(small_config(workers=1))
+    pids = sb.worker_pids()
+    sb.close()
+    sb.close()  # idempotent
+    res = sb.run("x = 1", [AssertTest("assert x == 1")])
+    assert res.infra_error == "the sandbox is closed" and res.tests == []
+    assert sb.run_batch([Job("x = 1", [AssertTest("assert x == 1")])])[0].infra_error == "the sandbox is closed"
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or _is_zombie_or_gone(pid)
+    strict = Sandbox(small_config(workers=1, raise_on_infra_error=True))
+    strict.close()
+    with pytest.raises(SandboxError, match="closed"):
+        strict.run("x = 1", [AssertTest("assert x == 1")])
+
+
+def _is_zombie_or_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def test_closing_while_jobs_run_flags_them():
+    sb = Sandbox(small_config(workers=2, timeout_s=5))
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(sb.run(SLEEPY, [AssertTest("f(3)")])))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    sb.close()
+    for t in threads:
+        t.join()
+    assert [r.infra_error for r in results] == ["the sandbox was closed while the job was running"] * 2
+
+
+def test_a_forked_child_cannot_use_the_parents_pool(sandbox):
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            res = sandbox.run("x = 1", [AssertTest("assert x == 1")])
+            os.write(write_fd, (res.infra_error or "no error").encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    message = os.read(read_fd, 1000).decode()
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    assert "belongs to another process" in message
+    assert sandbox.run("x = 1", [AssertTest("assert x == 1")]).all_passed
+
+
+def test_a_worker_that_cannot_start_raises():
+    with pytest.raises((SandboxError, OSError)):
+        Sandbox(small_config(workers=1, python="/nonexistent/python3"))
+
+
+def _readable_by_nobody(path: str) -> bool:
+    path = os.path.realpath(path)
+    while path != "/":
+        st = os.stat(path)
+        if not st.st_mode & stat.S_IXOTH:
+            return False
+        path = os.path.dirname(path)
+    return True
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="privilege drop only happens as root")
+def test_self_test_refuses_a_setup_where_jobs_cannot_import():
+    config = small_config(workers=1, use_namespaces=False)
+    if all(_readable_by_nobody(p) for p in sys.path if p and os.path.exists(p)):
+        with Sandbox(config) as sb:
+            assert sb.run("import json", [AssertTest("assert json")]).all_passed
+    else:
+        with pytest.raises(SandboxError, match="cannot work"):
+            Sandbox(config)
+
+
+def test_many_threads_share_one_sandbox(sandbox):
+    errors: list = []
+
+    def worker(k: int) -> None:
+        for j in range(4):
+            expected = k * 100 + j
+            res = sandbox.run(f"def f():\n    return {expected}\n",
+                              [AssertTest(f"assert f() == {expected}"), AssertTest(f"assert f() != {expected}")])
+            if [t.passed for t in res.tests] != [True, False]:
+                errors.append((k, j, res))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_concurrent_batches_from_several_threads(sandbox):
+    out: dict = {}
+
+    def batch(k: int) -> None:
+        jobs = [Job(f"print({k} * {i})", [IOTest("", f"{k * i}\n")]) for i in range(6)]
+        out[k] = [r.all_passed for r in sandbox.run_batch(jobs)]
+
+    threads = [threading.Thread(target=batch, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == {k: [True] * 6 for k in range(4)}
+
+
+def test_job_time_budget_bounds_reruns():
+    with Sandbox(small_config(workers=1, timeout_s=0.3, job_timeout_s=1.0)) as sb:
+        t0 = time.monotonic()
+        res = sb.run("def f():\n    while True:\n        pass\n", [AssertTest("f()")] * 8)
+        assert time.monotonic() - t0 < 3
+        assert all(not t.passed for t in res.tests)
+        assert res.tests[0].timed_out and res.tests[-1].error_type in ("NotRun", "TimeoutError")
+        assert any("budget" in (t.error_message or "") for t in res.tests)
+
+
+def test_default_sandbox_is_shared_across_threads():
+    close_default_sandbox()
+    config = small_config(workers=1)
+    found: list = []
+    threads = [threading.Thread(target=lambda: found.append(default_sandbox(config))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(s) for s in found}) == 1
+    first = found[0]
+    assert first.run("x = 2", [AssertTest("assert x == 2")]).all_passed
+    with pytest.raises(ValueError):
+        default_sandbox(small_config(workers=2))
+    close_default_sandbox()
+    assert first.closed
+    again = default_sandbox(config)
+    assert again is not first and not again.closed
+    close_default_sandbox()
+
+
+def test_fallback_without_namespaces_or_privilege_drop(tmp_path):
+    config = small_config(workers=1, use_namespaces=False, drop_privileges=False, tmp_root=str(tmp_path))
+    with Sandbox(config) as sb:
+        iso = sb.isolation
+        assert (iso["net_ns"], iso["pid_ns"], iso["mount_ns"], iso["privileges_dropped"]) == (False,) * 4
+        assert iso["subreaper"] is True
+        program = (
+            "import ctypes, os, socket, time\nlibc = ctypes.CDLL(None)\n"
+            "def connect():\n    socket.create_connection(('127.0.0.1', 9), timeout=0.2)\n"
+            "def daemon():\n    if libc.fork() == 0:\n        libc.setsid()\n        if libc.fork() == 0:\n"
+            "            libc.prctl(15, b'sbxfallback7', 0, 0, 0)\n            time.sleep(60)\n"
+            "        os._exit(0)\n    time.sleep(0.2)\n"
+            "def work():\n    open('scratch.txt', 'w').write('x')\n    return os.getcwd()\n"
+        )
+        res = sb.run(program, [AssertTest("connect()"), AssertTest("daemon()"),
+                               AssertTest(f"assert work().startswith({str(tmp_path)!r})")])
+        assert [(t.passed, t.error_type) for t in res.tests] == [(False, "PermissionError"), (True, None), (True, None)]
+        assert processes_named("sbxfallback7") == []
+        assert os.listdir(tmp_path) == []
+
+
+def test_isolation_report(sandbox):
+    iso = sandbox.isolation
+    for key in ("net_ns", "pid_ns", "mount_ns", "user_ns", "privileges_dropped", "private_tmp", "notes"):
+        assert key in iso
+    if os.geteuid() == 0:
+        assert iso["privileges_dropped"] and iso["run_uid"] == 65534
