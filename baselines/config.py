@@ -128,6 +128,8 @@ class OptimConfig:
     #: rows per minibatch (0 = the whole batch in one minibatch)
     minibatch_size: int = 0
     skip_nonfinite: bool = True
+    #: entropy bonus: the trainer minimizes loss - entropy_coef * (token-mean entropy); 0 = off
+    entropy_coef: float = 0.0
     #: recompute pi_old with a training-mode forward pass (else the sampler's log-probs)
     recompute_old_logprobs: bool = False
 

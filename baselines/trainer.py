@@ -287,8 +287,10 @@ class Trainer:
         loss, stats = policy_loss(lp, old, advantages[torch.as_tensor(idx)].to(device), mask, self.config.loss,
                                   ref_logprobs=ref,
                                   rollout_logprobs=rollout_lp if self.config.loss.tis_cap is not None else None)
-        ent = torch.cat([e.detach() for e in ents]) if ents else torch.zeros(0)
-        stats["entropy"] = float(ent.mean()) if ent.numel() else float("nan")
+        ent = torch.cat(ents) if ents else torch.zeros(0)
+        stats["entropy"] = float(ent.detach().mean()) if ent.numel() else float("nan")
+        if self.config.optim.entropy_coef and ent.numel():
+            loss = loss - self.config.optim.entropy_coef * ent.mean()
         return loss, stats
 
     def _old_logprobs(self, table: SampleTable, rows: np.ndarray) -> dict[int, torch.Tensor]:

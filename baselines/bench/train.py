@@ -41,7 +41,11 @@ def build_model(shape: str, workdir: Path, texts_from: Trainer | None = None) ->
     tiny = workdir / "tiny_model"
     tok = AutoTokenizer.from_pretrained(tiny)
     cfg = qwen25_05b_shape_config(vocab_size=len(tok))
-    cfg.eos_token_id, cfg.pad_token_id, cfg.bos_token_id = tok.eos_token_id, tok.pad_token_id, tok.bos_token_id
+    cfg.eos_token_id, cfg.pad_token_id, cfg.bos_token_id = (
+        tok.eos_token_id,
+        tok.pad_token_id,
+        tok.bos_token_id,
+    )
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(cfg)
     model.generation_config.eos_token_id = tok.eos_token_id
@@ -94,9 +98,15 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        overrides = [f"scheme={args.scheme}", f"device={args.device}", f"rollout.tasks_per_step={args.tasks}",
-                     f"rollout.group_size={args.group}", f"generation.max_new_tokens={args.max_new_tokens}",
-                     f"model.tiny_dir={workdir / 'tiny_model'}", *args.overrides]
+        overrides = [
+            f"scheme={args.scheme}",
+            f"device={args.device}",
+            f"rollout.tasks_per_step={args.tasks}",
+            f"rollout.group_size={args.group}",
+            f"generation.max_new_tokens={args.max_new_tokens}",
+            f"model.tiny_dir={workdir / 'tiny_model'}",
+            *args.overrides,
+        ]
         base = {"env": {"name": args.env}} if args.env != "toy/signal_game_v0" else {}
         config = load_config(overrides=overrides, base=base)
         trainer = Trainer(config, workdir / "run")
@@ -104,8 +114,10 @@ def main(argv: list[str] | None = None) -> None:
         if path is not None:
             config.model.path = path
             trainer = Trainer(config, workdir / "run")
-        print(f"bench: {args.shape} on {args.device}, {args.env}, {args.scheme}, "
-              f"{args.tasks} tasks x {args.group} per step, max_new_tokens {args.max_new_tokens}")
+        print(
+            f"bench: {args.shape} on {args.device}, {args.env}, {args.scheme}, "
+            f"{args.tasks} tasks x {args.group} per step, max_new_tokens {args.max_new_tokens}"
+        )
         train_tps, gen_tps, share, ratios = [], [], [], []
         for i in range(args.warmup + args.steps):
             m = trainer.train_step()
@@ -117,13 +129,17 @@ def main(argv: list[str] | None = None) -> None:
             gen_tps.append(m["tokens_per_s/generation"])
             share.append(m["time/generation_share"])
             ratios.append(m["tokens_per_s/train"] / bare)
-            print(f"step {trainer.step}: train {m['tokens_per_s/train']:,.0f} tok/s (bare fwd+bwd {bare:,.0f} tok/s, "
-                  f"ratio {ratios[-1]:.2f}), generation {m['tokens_per_s/generation']:,.0f} tok/s, "
-                  f"generating {100 * m['time/generation_share']:.0f}% of a {m['time/step_s']:.2f}s step "
-                  f"({int(m['n_trained_rows'])} rows)")
-        print(f"median: train {statistics.median(train_tps):,.0f} tok/s per optimizer step, ratio vs bare "
-              f"{statistics.median(ratios):.2f}, generation {statistics.median(gen_tps):,.0f} tok/s, "
-              f"generation share {100 * statistics.median(share):.0f}%")
+            print(
+                f"step {trainer.step}: train {m['tokens_per_s/train']:,.0f} tok/s (bare fwd+bwd {bare:,.0f} tok/s, "
+                f"ratio {ratios[-1]:.2f}), generation {m['tokens_per_s/generation']:,.0f} tok/s, "
+                f"generating {100 * m['time/generation_share']:.0f}% of a {m['time/step_s']:.2f}s step "
+                f"({int(m['n_trained_rows'])} rows)"
+            )
+        print(
+            f"median: train {statistics.median(train_tps):,.0f} tok/s per optimizer step, ratio vs bare "
+            f"{statistics.median(ratios):.2f}, generation {statistics.median(gen_tps):,.0f} tok/s, "
+            f"generation share {100 * statistics.median(share):.0f}%"
+        )
 
 
 if __name__ == "__main__":

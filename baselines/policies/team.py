@@ -187,7 +187,10 @@ class Team:
                 if config.reference:
                     refs["shared"] = _frozen_copy(base)
             else:
-                models["shared"] = _add_lora_adapters(base, config, [_adapter_name(a) for a in agents])
+                names = [_adapter_name(a) for a in agents]
+                if len(set(names)) != len(names):
+                    raise ValueError(f"agent names {agents} collide as adapter names {names}")
+                models["shared"] = _add_lora_adapters(base, config, names)
                 keys = {a: PolicyKey("shared", _adapter_name(a)) for a in agents}
         elif config.mode == "separate":
             for a in agents:

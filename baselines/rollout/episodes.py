@@ -7,8 +7,9 @@ instance; all ``len(tasks) * G`` episodes are played in lock-step with one batch
 - ``reward``: the episode's joint return (sum of the turn rewards);
 - ``return_to_go``: the sum of the turn rewards from the row's turn on;
 - ``reward_components``: the components of the row's turn, as its agent saw them;
-- ``tool_reward``: the agent's ``tool_reward_key`` component summed over the episode's
-  turns (0 when the environment reports none);
+- ``tool_reward``: the agent's ``tool_reward_key`` component as last reported in the episode
+  (tasks report it for "the episode so far", e.g. the planner/worker task's fraction of
+  valid tool calls); 0 when the environment reports none;
 - episodes the task marks ``infra_excluded`` (sandbox failure) are dropped and counted in
   ``info["infra_excluded_episodes"]``, never scored as a wrong answer;
 - ``credit`` (SHARP, ``with_credit=True``): phi_k from the finished episode's
@@ -79,9 +80,10 @@ def episode_rows(
     if with_credit:
         credit = episode_credit(env, credit_method, credit_mode)
     tool: dict[str, float] = {}
-    for sample in slot.samples:
-        comps = step_components(env, sample)
-        tool[sample.agent] = tool.get(sample.agent, 0.0) + float(comps.get(tool_reward_key, 0.0))
+    for result in env.unwrapped.record.turns:  # in turn order: the last report wins
+        for agent, comps in result.agent_components.items():
+            if tool_reward_key in comps:
+                tool[agent] = float(comps[tool_reward_key])
     rows = []
     for sample in slot.samples:
         rows.append(Row(
@@ -91,7 +93,7 @@ def episode_rows(
             reward=total,
             return_to_go=sum(r for t, r in per_turn.items() if t >= sample.turn),
             reward_components=step_components(env, sample),
-            tool_reward=tool[sample.agent],
+            tool_reward=tool.get(sample.agent, 0.0),
             credit=credit.get(sample.agent, float("nan")),
         ))
     return rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +22,12 @@ DEFAULT_ENV: dict[str, str] = {
 }
 
 # Cheap standard-library modules that solutions commonly import: loaded once per fork server
-# so a job does not pay for them. Nothing heavy (no numpy) by default.
+# so a job does not pay for them. Nothing heavy (no numpy). Not `random`, `statistics`,
+# `threading` or what imports them: their at-fork hooks would slow down every job's fork.
 DEFAULT_PRELOAD: tuple[str, ...] = (
     "abc", "array", "bisect", "collections", "collections.abc", "copy", "dataclasses", "datetime",
-    "decimal", "enum", "fractions", "functools", "hashlib", "heapq", "io", "itertools", "json",
-    "math", "numbers", "operator", "random", "re", "statistics", "string", "sys", "textwrap",
-    "typing", "unicodedata",
+    "enum", "functools", "hashlib", "heapq", "io", "itertools", "json", "math", "numbers",
+    "operator", "re", "string", "sys", "textwrap", "typing",
 )
 
 _IO_COMPARE_MODES = ("exact", "lines", "tokens")
@@ -147,7 +148,7 @@ class SandboxConfig:
             "private_dirs": list(self.private_dirs),
             "hidden_paths": list(self.hidden_paths),
             "tmpfs_size_mb": self.tmpfs_size_mb,
-            "tmp_root": self.tmp_root,
+            "tmp_root": self.tmp_root or tempfile.gettempdir(),
             "env": dict(self.env),
             "guard": self.guard,
             "allow_subprocesses": self.allow_subprocesses,

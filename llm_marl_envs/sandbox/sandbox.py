@@ -163,7 +163,11 @@ class Sandbox:
                 worker = self._workers[slot] = WorkerProcess(self.config, slot)
             request = {"op": "job", "id": next(self._request_ids), "job": request}
             deadline = time.monotonic() + float(limits["job_timeout_s"]) * 1.5 + REPLY_GRACE_S
-            return worker.call(request, deadline), ""
+            reply = worker.call(request, deadline)
+            if reply.get("recycle"):  # the worker could not clean up after the job: replace it
+                worker.kill()
+                self._workers[slot] = None
+            return reply, ""
         except (EOFError, OSError, TimeoutError, P.ProtocolError, SandboxError) as exc:
             if self._closed:
                 message = "the sandbox was closed while the job was running"

@@ -3,9 +3,10 @@
 :func:`confine` runs in the child right after ``fork()``, before any untrusted code:
 its own process group, standard streams and the result pipe on fixed
 descriptors with every other descriptor closed, its own working directory, resource
-limits, a scrubbed environment, and (as root) a switch to an unprivileged uid/gid with no
-supplementary groups. ``PR_SET_NO_NEW_PRIVS`` forbids regaining privileges through a
-set-uid binary; the parent-death signal kills the job if its fork server dies.
+limits, and (as root) a switch to an unprivileged uid/gid with no supplementary groups.
+The environment is already the job's (the fork server replaced its own with it at start-up),
+and so is ``PR_SET_NO_NEW_PRIVS`` (no regaining privileges through a set-uid binary). The
+parent-death signal kills the job if its fork server dies.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import signal
 from dataclasses import dataclass, field
 
 from . import linux
+from .guard import REAL
 
 RESULT_FD = 3  # the harness writes its records here; the program is never told about it
 
@@ -49,7 +51,7 @@ def confine(spec: ChildSpec) -> None:
     """Apply ``spec`` to the calling (freshly forked) process. Raises on any failure."""
     # A new process group (to kill it as a whole). Not setsid(): the fork server already has
     # no controlling terminal, and every new session costs a scheduler autogroup (~1 ms).
-    os.setpgid(0, 0)
+    REAL.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the fork server ignores it
     # Order matters: the result pipe goes last, since its source may be one of 0..2's targets.
     os.dup2(spec.stdin_fd, 0)
@@ -65,14 +67,14 @@ def confine(spec: ChildSpec) -> None:
         os.environ.clear()
         os.environ.update(spec.env)
     if spec.uid is not None and spec.gid is not None:
-        os.setgroups([])
-        os.setresgid(spec.gid, spec.gid, spec.gid)
-        os.setresuid(spec.uid, spec.uid, spec.uid)
+        REAL.setgroups([])
+        REAL.setresgid(spec.gid, spec.gid, spec.gid)
+        REAL.setresuid(spec.uid, spec.uid, spec.uid)
         if os.getresuid() != (spec.uid,) * 3 or os.getresgid() != (spec.gid,) * 3:
             raise OSError("privilege drop did not take effect")
     if spec.drop_capabilities:
         linux.drop_all_capabilities()
-    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    # PR_SET_NO_NEW_PRIVS is inherited from the fork server, which sets it once.
     # Cleared by the credential change above, so set it afterwards.
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     # Dumpable again so that /proc/self belongs to the job user (programs may read it).

@@ -17,12 +17,12 @@ start-up self-test decides whether the result is usable.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import sys
 from dataclasses import dataclass, field
 
 from . import linux
+from .guard import REAL
 
 _PRESERVED_FLAGS = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC | 1024 | 2048
 _ST_RELATIME = 4096
@@ -45,10 +45,12 @@ class FsView:
         """A private temporary directory to create job directories in (None: use the host's)."""
         return self.private_dirs[0] if self.private_dirs else None
 
-    def wipe(self) -> None:
-        """Delete everything jobs may have created in the masked directories."""
+    def wipe(self) -> bool:
+        """Delete everything jobs may have created in the masked directories; True if done."""
+        ok = True
         for mask in self.masks:
-            _wipe(mask, self.exposed, self.skeleton)
+            ok = _wipe(mask, self.exposed, self.skeleton) and ok
+        return ok
 
 
 def python_paths() -> list[str]:
@@ -175,48 +177,81 @@ def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _wipe(directory: str, exposed: set[str], skeleton: set[str]) -> None:
+def _wipe(directory: str, exposed: set[str], skeleton: set[str]) -> bool:
     try:
         entries = list(os.scandir(directory))
     except OSError:
-        return
+        return False
+    ok = True
     for entry in entries:
         if entry.path in exposed:
             continue
         if entry.path in skeleton:
-            _wipe(entry.path, exposed, skeleton)
+            ok = _wipe(entry.path, exposed, skeleton) and ok
             continue
-        remove_path(entry.path)
+        ok = remove_path(entry.path) and ok
+    return ok
 
 
-def remove_path(path: str) -> None:
-    """Delete a file or a whole tree, whatever permissions a job left on it."""
+def remove_path(path: str) -> bool:
+    """Delete a file or a whole tree, whatever a job did to it; True if it is gone.
+
+    Works on directory file descriptors without following symbolic links, iteratively (a
+    job may nest directories deeper than PATH_MAX or Python's recursion limit), and restores
+    permissions a job removed. Only called when every job process is dead (no races).
+    """
     try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            if sys.version_info >= (3, 12):
-                shutil.rmtree(path, onexc=_make_writable_and_retry)
-            else:
-                shutil.rmtree(path, onerror=_make_writable_and_retry)
-        else:
-            os.unlink(path)
+        st = os.lstat(path)
     except FileNotFoundError:
-        pass
+        return True
     except OSError:
-        # One more pass after making everything writable (a job may chmod 000 its dirs).
-        for root, dirs, _files in os.walk(path):
-            for d in dirs:
-                try:
-                    os.chmod(os.path.join(root, d), 0o700)
-                except OSError:
-                    pass
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _make_writable_and_retry(func, path, _exc_info) -> None:  # noqa: ANN001 - shutil callback
-    parent = os.path.dirname(path)
-    for p in (parent, path):
+        return False
+    try:
+        if not stat.S_ISDIR(st.st_mode):
+            REAL.unlink(path)
+            return True
+        parent = os.open(os.path.dirname(path) or "/", os.O_RDONLY | os.O_DIRECTORY)
         try:
-            os.chmod(p, 0o700)
-        except OSError:
-            pass
-    func(path)
+            _remove_tree_at(parent, os.path.basename(path))
+        finally:
+            os.close(parent)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return not os.path.lexists(path)
+
+
+def _open_dir(name: str, parent_fd: int) -> int:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=parent_fd)
+    except PermissionError:  # a job chmod-ed it (matters when not running as root)
+        REAL.chmod(name, 0o700, dir_fd=parent_fd)
+        return os.open(name, flags, dir_fd=parent_fd)
+
+
+def _remove_tree_at(parent_fd: int, name: str) -> None:
+    # Stack of (directory fd, its name, its parent's fd); fds are closed on the way back up.
+    stack = [(_open_dir(name, parent_fd), name, parent_fd)]
+    try:
+        while stack:
+            fd, dir_name, dir_parent = stack[-1]
+            subdir = None
+            for entry in os.scandir(fd):
+                if entry.is_dir(follow_symlinks=False):
+                    subdir = entry.name
+                    break
+                try:
+                    REAL.unlink(entry.name, dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+            if subdir is not None:
+                stack.append((_open_dir(subdir, fd), subdir, fd))
+                continue
+            stack.pop()
+            os.close(fd)
+            REAL.rmdir(dir_name, dir_fd=dir_parent)
+    finally:
+        for fd, _name, _parent in stack:
+            os.close(fd)

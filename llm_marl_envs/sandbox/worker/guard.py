@@ -10,17 +10,18 @@ refuses a network namespace.
 
 from __future__ import annotations
 
+import _posixsubprocess  # noqa: F401 - imported here (in the fork server): jobs do not pay for it
 import _socket
 import errno
 import faulthandler
 import importlib
-import os  # noqa: F401 - imported here (in the fork server) so job processes do not pay for it
+import os
 import pty  # noqa: F401
 import shutil  # noqa: F401
 import signal  # noqa: F401
 import socket
-import subprocess  # noqa: F401
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 _DESTRUCTIVE = {
@@ -40,9 +41,20 @@ _PROCESS_CREATION = {
         "execlp", "execlpe", "execv", "execve", "execvp", "execvpe", "spawnl", "spawnle",
         "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
     ),
-    "subprocess": ("Popen", "call", "run", "check_call", "check_output", "getoutput", "getstatusoutput"),
+    # subprocess (and multiprocessing) start processes through this C function; patching it
+    # also covers a subprocess module the program imports later (importing subprocess here
+    # would import threading into the fork server: see server.py).
+    "_posixsubprocess": ("fork_exec",),
     "pty": ("fork", "spawn"),
 }
+
+
+# The fork server applies the guard to itself once, so that every job process inherits it
+# for free (patching in each job would cost ~200 copy-on-write page faults). The fork server's
+# own code calls the originals, captured here before anything is patched.
+REAL = SimpleNamespace(**{name: getattr(os, name) for name in (
+    "fork", "kill", "killpg", "pidfd_open", "setpgid", "setgroups", "setresgid", "setresuid", "chown",
+    "chmod", "unlink", "rmdir") if hasattr(os, name)})
 
 
 def _disabled(qualname: str) -> Callable[..., Any]:
@@ -84,7 +96,11 @@ _PROCESS_PATCHES = _build_patches(_PROCESS_CREATION)
 
 
 def install_guard(*, allow_subprocesses: bool, block_network: bool) -> None:
-    """Replace the listed functions in their modules with stubs that raise PermissionError."""
+    """Replace the listed functions in their modules with stubs that raise PermissionError.
+
+    Called once in the fork server (after which it only uses :data:`REAL`): its job processes
+    inherit the patched modules.
+    """
     patches = list(_DESTRUCTIVE_PATCHES)
     if not allow_subprocesses:
         patches += _PROCESS_PATCHES

@@ -26,7 +26,6 @@ import json
 import linecache
 import os
 import sys
-import threading
 import time
 import types
 from typing import Any, NoReturn
@@ -100,8 +99,23 @@ class _BoundedBytes:
 
 def _compile(source: str, filename: str) -> types.CodeType:
     code = compile(source, filename, "exec", dont_inherit=True)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # What tracebacks need to show the source lines: the program's lines are split lazily (it
+    # may be large); linecache refuses lazy entries for "<...>" names (tests: small anyway).
+    if filename.startswith("<"):
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    else:
+        linecache.lazycache(filename, {"__name__": filename, "__loader__": _SourceLoader(source)})
     return code
+
+
+class _SourceLoader:
+    """Gives linecache the source of compiled job code, only when a traceback needs it."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+
+    def get_source(self, _name: str) -> str:
+        return self._source
 
 
 def _syntax_error_text(exc: BaseException, limit: int) -> str:
@@ -196,7 +210,8 @@ def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, 
 
     program_values = dict(namespace)
     test_ns = dict(namespace)
-    test_ns["__builtins__"] = dict(_PRISTINE_BUILTINS)
+    # Not a copy: this process is the only user of the fork server's dict (copy-on-write).
+    test_ns["__builtins__"] = _PRISTINE_BUILTINS
     sys.stdout = BoundedText(limit, hard)
     sys.stderr = BoundedText(limit, hard)
     settrace(None)
@@ -218,7 +233,9 @@ def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, 
         sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
         settrace(None)
         setprofile(None)
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading = sys.modules.get("threading")  # not imported by the fork server: see server.py
+        if threading is not None:
+            threading.settrace(None)  # type: ignore[arg-type]
         passed, info = False, {}
         t0, c0 = clock(), cpu()
         try:
@@ -265,10 +282,12 @@ def _run_io(job, index, emit, finish, limit, clock, cpu, run_code) -> None:  # n
             stderr.write(info.get("traceback", "") + "\n")
         except BaseException:  # noqa: BLE001
             pass
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]  # join non-daemon threads, as at exit
-    except BaseException:  # noqa: BLE001
-        pass
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()  # type: ignore[attr-defined]  # join non-daemon threads, as at exit
+        except BaseException:  # noqa: BLE001
+            pass
     _flush(stdout, stderr)
     info.update(exit_code=exit_code, wall_time_s=clock() - t0, cpu_time_s=cpu() - c0)
     emit(P.REC_RESULT, index, exit_code == 0, info)

@@ -19,6 +19,7 @@ from typing import Any
 from . import protocol as P
 from .child import ChildSpec
 from .fsview import remove_path
+from .guard import REAL
 from .supervisor import RunResult, RunSpec, Supervisor
 
 _SIGNAL_TEXT = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "aborted", signal.SIGBUS: "bus error",
@@ -42,12 +43,13 @@ class JobRunner:
         budget = float(job["limits"]["job_timeout_s"])
         state = _JobState(len(tests), started + budget)
         job_dir = self.job_dir
-        remove_path(job_dir)
+        if not remove_path(job_dir):
+            return {**state.response(0.0), "infra_error": "could not clean the job directory", "recycle": True}
         os.mkdir(job_dir, 0o700)
         try:
             if self.s["uid"] is not None:
-                os.chown(job_dir, self.s["uid"], self.s["gid"])
-            os.chmod(job_dir, 0o700)
+                REAL.chown(job_dir, self.s["uid"], self.s["gid"])
+            REAL.chmod(job_dir, 0o700)
             assert_idx = [i for i, t in enumerate(tests) if t["kind"] == "assert"]
             io_idx = [i for i, t in enumerate(tests) if t["kind"] == "io"]
             if assert_idx or not io_idx:
@@ -60,9 +62,9 @@ class JobRunner:
         except Exception as exc:  # noqa: BLE001 - a bug or an OS failure here is ours, not the program's
             state.infra_error = f"sandbox worker failed while running the job: {type(exc).__name__}: {exc}"
         finally:
-            remove_path(job_dir)
-            self.wipe()
-        return state.response(time.monotonic() - started)
+            # A tree the fork server cannot delete (it should not happen): start a fresh worker.
+            recycle = not remove_path(job_dir) or not self.wipe()
+        return {**state.response(time.monotonic() - started), "recycle": recycle}
 
     def _spec(self, job: dict[str, Any], mode: str, indices: list[int], job_dir: str, timeout: float,
               state: _JobState, stdin: bytes = b"", output_cap: int | None = None) -> RunSpec:
@@ -81,8 +83,7 @@ class JobRunner:
                           drop_capabilities=self.s["drop_capabilities"])
         return RunSpec(job=job, mode=mode, indices=indices, child=child, timeout_s=timeout,
                        job_deadline=state.deadline, output_cap=output_cap or int(lim["output_bytes"]),
-                       guard=self.s["guard"], allow_subprocesses=self.s["allow_subprocesses"],
-                       block_network=self.s["block_network"], stdin=stdin)
+                       stdin=stdin)
 
     # -- assert tests ----------------------------------------------------------------------
     def _run_asserts(self, job: dict[str, Any], indices: list[int], job_dir: str, timeout: float,

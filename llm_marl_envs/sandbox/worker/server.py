@@ -18,7 +18,6 @@ import os
 import signal
 import socket
 import sys
-import tempfile
 import traceback
 from typing import Any
 
@@ -26,6 +25,7 @@ from . import linux
 from . import protocol as P
 from .child import RESULT_FD, ChildSpec, confine
 from .fsview import FsView, python_paths, remove_path, setup_fs_view
+from .guard import REAL, install_guard
 from .jobs import JobRunner
 from .namespaces import enter_namespaces
 from .supervisor import Supervisor
@@ -45,6 +45,7 @@ def main(argv: list[str]) -> None:
     else:
         linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/mem for jobs
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)  # inherited by every job: no set-uid binaries
     linux.limit_malloc_arenas(2)  # glibc reserves 64 MB of address space per thread arena
     sock = socket.socket(fileno=sock_fd)
     try:
@@ -88,12 +89,10 @@ class ForkServer:
                 tmpfs_size_mb=int(settings["tmpfs_size_mb"]),
                 mount_proc=bool(report["pid_ns"]),
             )
-        job_root = self.view.job_root or settings.get("tmp_root") or tempfile.gettempdir()
         if self.view.job_root:
-            self.job_dir = os.path.join(job_root, "job")
+            self.job_dir = os.path.join(self.view.job_root, "job")
         else:  # a shared directory: a name of our own, that only exists while a job runs
-            self.job_dir = tempfile.mkdtemp(prefix="llm-sandbox-job-", dir=job_root)
-            os.rmdir(self.job_dir)
+            self.job_dir = os.path.join(settings["tmp_root"], "llm-sandbox-job-" + os.urandom(8).hex())
         # Every job gets exactly this environment: set it here once, not in each job process.
         os.environ.clear()
         os.environ.update(settings["env"])
@@ -103,7 +102,9 @@ class ForkServer:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - a missing optional module is not an error
                 pass
-        # Modules the harness needs in every job process, loaded once here.
+        # Modules the harness needs in every job process, loaded once here. Never `threading`
+        # or `random` (nor what imports them: subprocess, tempfile, secrets, statistics): they
+        # register at-fork hooks that would run Python code in every job process (~1 ms each).
         from . import harness  # noqa: F401
 
         gc.collect()
@@ -113,13 +114,15 @@ class ForkServer:
             "uid": self.run_uid,
             "gid": self.run_gid,
             "drop_capabilities": not drop and bool(report["user_ns"]),
-            "guard": bool(settings["guard"]),
-            "allow_subprocesses": bool(settings["allow_subprocesses"]),
-            "block_network": bool(settings["block_network"]),
         }
         self.supervisor = Supervisor(is_pid1=is_pid1)
         self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir, self.view.wipe)
         self.fatal = self._self_test(needed, runner_settings)
+        if settings["guard"]:
+            # Once, here: every job process inherits it. From now on this process only calls
+            # the originals of what the guard disables (guard.REAL).
+            install_guard(allow_subprocesses=bool(settings["allow_subprocesses"]),
+                          block_network=bool(settings["block_network"]))
         self.isolation = {
             **{k: v for k, v in report.items() if k != "notes"},
             "private_tmp": bool(self.view.private_dirs),
@@ -161,8 +164,8 @@ class ForkServer:
         null = os.open(os.devnull, os.O_RDWR)
         try:
             if s["uid"] is not None:
-                os.chown(job_dir, s["uid"], s["gid"])
-            pid = os.fork()
+                REAL.chown(job_dir, s["uid"], s["gid"])
+            pid = REAL.fork()
             if pid == 0:  # pragma: no cover - child
                 try:
                     confine(ChildSpec(job_dir=job_dir, env=None, stdin_fd=null, stdout_fd=null,

@@ -11,7 +11,6 @@ orphans reparented to it), so a daemonised or ``setsid`` grandchild cannot outli
 from __future__ import annotations
 
 import os
-import secrets
 import select
 import signal
 import time
@@ -21,7 +20,7 @@ from typing import Any
 
 from . import protocol as P
 from .child import RESULT_FD, ChildSpec, confine
-from .guard import install_guard
+from .guard import REAL
 from .harness import run_job_process
 
 START_TIMEOUT_S = 10.0  # fork + confinement must be done by then, or it is an infra error
@@ -42,9 +41,6 @@ class RunSpec:
     timeout_s: float
     job_deadline: float  # time.monotonic() value
     output_cap: int  # bytes of stdout/stderr kept; more kills the run
-    guard: bool
-    allow_subprocesses: bool
-    block_network: bool
     stdin: bytes = b""
 
 
@@ -86,7 +82,7 @@ class Supervisor:
         self.is_pid1 = is_pid1
 
     def run(self, spec: RunSpec) -> RunResult:
-        nonce = secrets.token_hex(16)
+        nonce = os.urandom(16).hex()
         res_r, res_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -94,7 +90,7 @@ class Supervisor:
         spec.child.stdin_fd, spec.child.stdout_fd = stdin_fd, out_w
         spec.child.stderr_fd, spec.child.result_fd = err_w, res_w
         started = time.monotonic()
-        pid = os.fork()
+        pid = REAL.fork()
         if pid == 0:  # pragma: no cover - the job process (coverage cannot follow os._exit)
             _child_main(spec, nonce, res_w)
         for fd in (res_w, out_w, err_w, stdin_fd):
@@ -244,7 +240,7 @@ class Supervisor:
     def _kill(self, pid: int, result: RunResult, reason: str) -> None:
         if result.killed is None:
             result.killed = reason
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        for target in (lambda: REAL.killpg(pid, signal.SIGKILL), lambda: REAL.kill(pid, signal.SIGKILL)):
             try:
                 target()
             except (ProcessLookupError, PermissionError):
@@ -253,20 +249,20 @@ class Supervisor:
     def kill_leftovers(self, pid: int) -> None:
         """Kill and reap every process the job left behind (daemons, setsid grandchildren)."""
         try:
-            os.killpg(pid, signal.SIGKILL)
+            REAL.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         give_up = time.monotonic() + 5.0
         while time.monotonic() < give_up:
             if self.is_pid1:
                 try:
-                    os.kill(-1, signal.SIGKILL)  # PID 1 of our own namespace: all of the job's processes
+                    REAL.kill(-1, signal.SIGKILL)  # PID 1 of our own namespace: all of the job's processes
                 except ProcessLookupError:
                     pass
             else:
                 for child in _children_of_self():
                     try:
-                        os.kill(child, signal.SIGKILL)
+                        REAL.kill(child, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
             if not _reap_all():
@@ -279,8 +275,6 @@ def _child_main(spec: RunSpec, nonce: str, res_w: int) -> None:  # pragma: no co
     try:
         confine(spec.child)
         fd = RESULT_FD
-        if spec.guard:
-            install_guard(allow_subprocesses=spec.allow_subprocesses, block_network=spec.block_network)
         run_job_process(spec.job, nonce, spec.mode, spec.indices)
     except BaseException:  # noqa: BLE001
         try:
@@ -300,10 +294,9 @@ def _stdin_fd(data: bytes) -> int:
     try:
         fd = os.memfd_create("stdin", 0)
     except (AttributeError, OSError):  # pragma: no cover - memfd needs Linux >= 3.17
-        import tempfile
-
-        fd, path = tempfile.mkstemp()
-        os.unlink(path)
+        path = f"/tmp/.stdin-{os.urandom(8).hex()}"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        REAL.unlink(path)
     P.write_all(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
@@ -311,7 +304,7 @@ def _stdin_fd(data: bytes) -> int:
 
 def _pidfd_open(pid: int) -> int | None:
     try:
-        return os.pidfd_open(pid)
+        return REAL.pidfd_open(pid)
     except (AttributeError, OSError):  # pragma: no cover - Linux < 5.3: poll with a short period
         return None
 
