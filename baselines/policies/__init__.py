@@ -1,17 +1,26 @@
 """Policies: tiny local models, the agent-to-model team map, batched token scoring."""
 
+from baselines.policies.corpus import env_texts, signal_game_texts
 from baselines.policies.logprobs import completion_logprobs
 from baselines.policies.team import PolicyKey, Team, TeamConfig, load_model, load_tokenizer
-from baselines.policies.tiny import build_tiny_model, build_tokenizer, qwen25_05b_shape_config
+from baselines.policies.tiny import (
+    build_shape_model,
+    build_tiny_model,
+    build_tokenizer,
+    qwen25_05b_shape_config,
+)
 
 __all__ = [
     "PolicyKey",
     "Team",
     "TeamConfig",
+    "build_shape_model",
     "build_tiny_model",
     "build_tokenizer",
     "completion_logprobs",
+    "env_texts",
     "load_model",
     "load_tokenizer",
     "qwen25_05b_shape_config",
+    "signal_game_texts",
 ]

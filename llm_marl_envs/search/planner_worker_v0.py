@@ -11,8 +11,15 @@ planner answers itself.
 
 Protocol (one environment turn = one planning round; at most ``max_turns`` rounds):
 
-1. The ``planner`` acts first in every turn. It sees the question, its own messages and
-   the workers' reports. It writes either
+0. At reset the ``planner`` is told the question and, with ``topic_passage=True``
+   (default), the *topic passage*: the gold first supporting passage, i.e. the passage of
+   the question's topic entity (entity linking given, as in KBQA setups). It stands for
+   what an LLM already knows about the question's subject -- the reason single-hop
+   questions are often answerable without search (Search-R1, Dr. MAS) -- while hop 2 and
+   later still need retrieval. The topic passage travels with the question: in the
+   answerer layout the ``answerer`` gets both with the hand-off; workers get neither.
+1. The ``planner`` acts first in every turn. It sees the question, the topic passage, its
+   own messages and the workers' reports. It writes either
    * ``<dispatch worker="i">sub-question</dispatch>`` (one per worker per turn, several
      workers per turn allowed; without ``worker=`` the next idle worker is used), or
    * ``<answer>final answer</answer>`` (planner layout): the episode ends, or
@@ -26,8 +33,9 @@ Protocol (one environment turn = one planning round; at most ``max_turns`` round
    report ("worker_i was asked: ... / worker_i reported: ...").
 
 Partial observability: an agent sees its role instructions, its own messages, and what is
-sent to it: the planner the question and the reports; a worker its sub-questions and
-the passages *it* retrieved; the answerer the question and the planner's hand-off.
+sent to it: the planner the question, the topic passage and the reports; a worker its
+sub-questions and the passages *it* retrieved; the answerer the question, the topic passage
+and the planner's hand-off.
 
 Format issues (``flag_format``, penalized by ``format_penalty`` per flagged agent and turn;
 0 by default, e.g. -0.1 for training; listed in ``infos[agent]["format_issues"]``):
@@ -41,7 +49,7 @@ them at ``max_action_chars``).
 
 Reward: 0 every turn until the answer; then EM (``metric="em"``) or F1 of the answer.
 ``infos[a]["reward_components"]``: ``answer_em``, ``answer_f1``, ``answered``,
-``supporting_recall`` (where the gold is known), ``tool_calls`` (this turn, all workers),
+``supporting_recall`` (where the gold is known; the topic passage counts as held), ``tool_calls`` (this turn, all workers),
 ``retrieval_errors``, ``format_penalty``; per agent: ``tool_validity`` and
 ``agent_tool_calls`` (the episode so far). Counterfactual masking: ``coalition_value(unmasked,
 mode="rescore")`` -- see :mod:`llm_marl_envs.search.reward` for exactly what is and is not
@@ -66,7 +74,7 @@ from llm_marl_envs.search.reward import Evidence, ToolCall, rescore, supporting_
 from llm_marl_envs.search.tags import find_tags
 
 PLANNER_INSTRUCTIONS = """You are the planner of a research team answering a question from a document collection.
-You cannot search yourself. Each turn write one of:
+{given}You cannot search yourself. Each turn write one of:
 - <dispatch worker="i">a self-contained sub-question</dispatch> to send worker i (0..{last}) a sub-question
   (several dispatches to different workers are allowed in one turn); the workers' reports arrive next turn;
 - {finish}
@@ -77,7 +85,7 @@ For each: search the collection with <search>query</search> (at most {calls} sea
 each returns the top {k} passages), then write <report>your finding, as short as possible</report>.
 Only you see the passages you retrieve; the planner sees only your report."""
 
-ANSWERER_INSTRUCTIONS = """You are the answerer. You receive the question and notes from the planner.
+ANSWERER_INSTRUCTIONS = """You are the answerer. You receive the question{given} and notes from the planner.
 Write the final answer as <answer>short answer</answer>."""
 
 _FINISH_PLANNER = "<answer>short final answer</answer> when you know the answer (this ends the episode)"
@@ -85,6 +93,10 @@ _FINISH_HANDOFF = (
     "<handoff>notes with everything the answerer needs</handoff> when enough is known; "
     "the answerer then writes the final answer (this ends the episode)"
 )
+
+_GIVEN_PLANNER = "With the question you get the passage about its topic entity (no search needed for it).\n"
+_GIVEN_ANSWERER = ", the passage about its topic entity"
+_TOPIC_HEADER = "Passage about the question's topic entity:"
 
 _PASSAGE = re.compile(r'<passage id="(.*?)" title="(.*?)">\n(.*?)\n</passage>', re.DOTALL)
 
@@ -103,10 +115,14 @@ class raw_env(TextCollabEnv):
         max_tool_calls: searches per worker per dispatch.
         top_k: passages returned per search.
         metric: "em" (default) or "f1" for the team reward.
+        topic_passage: hand the question's topic-entity passage (the gold first supporting
+            passage) to whoever is told the question (planner; answerer in its layout).
         n_entities, n_questions, min_hops, max_hops, decoys_per_entity, world_seed: the
             synthetic world (used when ``examples`` is None).
         examples: your own questions (e.g. from :mod:`llm_marl_envs.data.qa_formats`).
         corpus: documents to index with BM25 (default: the world's, or the examples' contexts).
+            Topic passages are looked up (by the first supporting id, else title) in the
+            world's documents, else in ``corpus``, then in each example's own context.
         retriever: any :class:`~llm_marl_envs.retrieval.Retriever`; overrides ``corpus`` indexing.
         cache_dir: BM25 index cache (None: the user cache dir; False: memory only).
         passage_chars, max_report_chars, max_query_chars: length limits (longer is cut).
@@ -114,7 +130,7 @@ class raw_env(TextCollabEnv):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "planner_worker_v0", "is_parallelizable": False}
-    shared_attributes = ("retriever", "examples", "world")
+    shared_attributes = ("retriever", "examples", "world", "topic_passages")
     counterfactual_modes = ("rescore",)
 
     def __init__(
@@ -125,6 +141,7 @@ class raw_env(TextCollabEnv):
         max_tool_calls: int = 3,
         top_k: int = 3,
         metric: str = "em",
+        topic_passage: bool = True,
         n_entities: int = 300,
         n_questions: int = 200,
         min_hops: int = 1,
@@ -166,8 +183,14 @@ class raw_env(TextCollabEnv):
         self.examples: list[QAExample] = list(examples)
         if not self.examples:
             raise ValueError("no questions: pass examples or n_questions >= 1")
+        corpus = list(corpus) if corpus is not None else None
+        self.topic_passages: list[Document | None] = [None] * len(self.examples)
+        if topic_passage:
+            self.topic_passages = _topic_passages(
+                self.examples, self.world.documents if self.world is not None else corpus or ()
+            )
         if retriever is None:
-            corpus = list(corpus) if corpus is not None else corpus_from_contexts(self.examples)
+            corpus = corpus if corpus is not None else corpus_from_contexts(self.examples)
             if not corpus:
                 raise ValueError("no corpus to index: pass corpus=, retriever=, or examples with contexts")
             retriever = BM25Retriever(corpus, cache_dir=cache_dir)
@@ -179,6 +202,7 @@ class raw_env(TextCollabEnv):
             Role(
                 "planner",
                 PLANNER_INSTRUCTIONS.format(
+                    given=_GIVEN_PLANNER if topic_passage else "",
                     last=n_workers - 1, finish=finish, turns=max_turns,
                     finish_short="answer" if answer_by == "planner" else "hand off",
                 ),
@@ -186,7 +210,8 @@ class raw_env(TextCollabEnv):
             *(Role(w, WORKER_INSTRUCTIONS.format(name=w, calls=max_tool_calls, k=top_k)) for w in self.workers),
         ]  # fmt: skip
         if answer_by == "answerer":
-            roles.append(Role("answerer", ANSWERER_INSTRUCTIONS))
+            given = _GIVEN_ANSWERER if topic_passage else ""
+            roles.append(Role("answerer", ANSWERER_INSTRUCTIONS.format(given=given)))
         super().__init__(
             roles,
             max_turns=max_turns,
@@ -197,6 +222,7 @@ class raw_env(TextCollabEnv):
         self.max_tool_calls = max_tool_calls
         self.top_k = top_k
         self.metric = metric
+        self.topic_passage = topic_passage
         self.passage_chars = passage_chars
         self.max_report_chars = max_report_chars
         self.max_query_chars = max_query_chars
@@ -205,6 +231,7 @@ class raw_env(TextCollabEnv):
     # ------------------------------------------------------------------ episode state
     def _reset_episode_state(self) -> None:
         self.example: QAExample | None = None
+        self.topic: Document | None = None
         self.answer: str | None = None
         self.answer_author: str | None = None
         self.handoff: str | None = None
@@ -221,15 +248,31 @@ class raw_env(TextCollabEnv):
     def _setup(self, rng: np.random.Generator, options: dict) -> None:
         self._reset_episode_state()
         if "question_index" in options:
-            self.example = self.examples[int(options["question_index"]) % len(self.examples)]
+            index = int(options["question_index"]) % len(self.examples)
         elif "question_id" in options:
-            matches = [e for e in self.examples if e.id == options["question_id"]]
+            matches = [i for i, e in enumerate(self.examples) if e.id == options["question_id"]]
             if not matches:
                 raise KeyError(f"no question with id {options['question_id']!r}")
-            self.example = matches[0]
+            index = matches[0]
         else:
-            self.example = self.examples[int(rng.integers(len(self.examples)))]
-        self.tell("planner", f"Question: {self.example.question}")
+            index = int(rng.integers(len(self.examples)))
+        self.example, self.topic = self.examples[index], self.topic_passages[index]
+        if self.topic is not None:
+            self.evidence.given[self.topic.id] = (self.topic.title, self.topic.text)
+        self.tell("planner", self._question_text())
+
+    def _question_text(self) -> str:
+        """The question, with the topic passage when it is given."""
+        text = f"Question: {self.example.question}"
+        if self.topic is not None:
+            text += f"\n{_TOPIC_HEADER}\n{self._passage_block(self.topic)}"
+        return text
+
+    def _passage_block(self, p: Document | Passage) -> str:
+        return (
+            f'<passage id="{html.escape(p.id)}" title="{html.escape(p.title)}">\n'
+            f"{self._fit(p.text, self.passage_chars)}\n</passage>"
+        )
 
     def _begin_turn(self) -> None:
         self.dispatched, self.calls_left, self.turn_reports = {}, {}, []
@@ -279,7 +322,7 @@ class raw_env(TextCollabEnv):
                 if dispatches:
                     self.flag_format("planner", "<dispatch> ignored: a <handoff> ends the episode")
                 self.handoff, self.finished = handoff, True
-                self.tell("answerer", f"Question: {self.example.question}\nNotes from the planner: {handoff}")
+                self.tell("answerer", f"{self._question_text()}\nNotes from the planner: {handoff}")
                 self.schedule("answerer")
                 return
         if not dispatches:
@@ -375,12 +418,7 @@ class raw_env(TextCollabEnv):
         if not hits:
             self.tell(worker, f"No passage matched {query!r}. {left}")
             return
-        blocks = [
-            f'<passage id="{html.escape(p.id)}" title="{html.escape(p.title)}">\n'
-            f"{self._fit(p.text, self.passage_chars)}\n</passage>"
-            for p in hits
-        ]
-        self.tell(worker, "\n".join(blocks) + f"\n{left}")
+        self.tell(worker, "\n".join(self._passage_block(p) for p in hits) + f"\n{left}")
 
     def _report(self, worker: str, report: str) -> None:
         if len(report) > self.max_report_chars:
@@ -414,7 +452,7 @@ class raw_env(TextCollabEnv):
             "tool_calls": float(self._turn_tool_calls),
             "retrieval_errors": float(self.retrieval_errors),
         }
-        recall = supporting_recall(self.evidence.passages(self.workers), ex.supporting_ids, ex.supporting_titles)
+        recall = supporting_recall(self.evidence.held(self.workers), ex.supporting_ids, ex.supporting_titles)
         if recall is not None:
             components["supporting_recall"] = recall
         per_agent = {
@@ -460,11 +498,43 @@ class raw_env(TextCollabEnv):
         steps = "; ".join(f"{s.question} -> {s.answer}" for s in ex.decomposition)
         return (
             f"question: {ex.question}\ngold answers: {list(ex.answers)}\nsupporting: {list(ex.supporting_ids)}\n"
+            f"topic passage given: {self.topic.id if self.topic is not None else None}\n"
             f"decomposition: {steps}\nanswer so far: {self.answer!r}"
         )
 
 
 env = make_env_fn(raw_env)
+
+
+def _topic_passages(examples: Sequence[QAExample], documents: Sequence[Document]) -> list[Document | None]:
+    """Each example's topic passage: its first supporting passage (by id, else by title).
+
+    Looked up in ``documents``, then in the example's own context; an example without one
+    is a clear error (pass ``topic_passage=False`` for data without supporting evidence).
+    """
+    by_id = {d.id: d for d in documents}
+    by_title: dict[str, Document] = {}
+    for d in documents:
+        by_title.setdefault(d.title, d)
+    out: list[Document | None] = []
+    missing = []
+    for ex in examples:
+        ctx_id = {d.id: d for d in ex.context}
+        ctx_title = {d.title: d for d in reversed(ex.context)}
+        doc = None
+        if ex.supporting_ids:
+            doc = by_id.get(ex.supporting_ids[0]) or ctx_id.get(ex.supporting_ids[0])
+        if doc is None and ex.supporting_titles:
+            doc = by_title.get(ex.supporting_titles[0]) or ctx_title.get(ex.supporting_titles[0])
+        if doc is None:
+            missing.append(ex.id)
+        out.append(doc)
+    if missing:
+        raise ValueError(
+            f"topic_passage=True but {len(missing)} question(s) have no findable first supporting passage "
+            f"(e.g. {missing[:3]}): pass corpus= (or examples with context) holding them, or topic_passage=False"
+        )
+    return out
 
 
 # ---------------------------------------------------------------------- scripted policies
@@ -479,16 +549,44 @@ def _reports_seen(env) -> list[str]:
     return out
 
 
-def _scripted_planner(env, *, finish_with_last_report: bool = True) -> str:
-    """Dispatch the gold decomposition one step per turn (filling #k with the reports), then answer."""
+def _passages_in(text: str) -> list[tuple[str, str, str]]:
+    return [(html.unescape(i), html.unescape(t), x) for i, t, x in _PASSAGE.findall(text)]
+
+
+def _read_off(question: str, passages: list[tuple[str, str, str]]) -> str | None:
+    """The answer to a sub-question read off its subject's passage with the relation's pattern."""
+    for rel, subject in parse_subquestion(question):
+        subject = normalize_answer(subject)
+        for _, title, text in passages:
+            if normalize_answer(title) == subject:
+                value = rel.extract(text)
+                if value:
+                    return value
+    return None
+
+
+def _topic_answer(env) -> str | None:
+    """Step 1 of the gold decomposition read off the topic passage in the planner's observation."""
+    steps = env.unwrapped.example.decomposition
+    given = next((m for m in _chat_text(env, "planner") if m.startswith("Question:")), "")
+    if not steps or _TOPIC_HEADER not in given:
+        return None
+    return _read_off(steps[0].question, _passages_in(given))
+
+
+def _scripted_planner(env) -> str:
+    """Follow the gold decomposition: step 1 from the topic passage when it answers it, every
+    other step dispatched to a worker, one per turn (filling #k with what is known), then answer."""
     inner = env.unwrapped
     steps = inner.example.decomposition
-    answers = _reports_seen(env)
+    reports = _reports_seen(env)
+    topic = _topic_answer(env)
+    answers = ([topic] if topic is not None else []) + reports
     if len(answers) < len(steps):
         q = steps[len(answers)].question
         for k in range(len(answers), 0, -1):
             q = q.replace(f"#{k}", answers[k - 1])
-        worker = inner.workers[len(answers) % len(inner.workers)]
+        worker = inner.workers[len(reports) % len(inner.workers)]
         return f'<dispatch worker="{worker.split("_")[1]}">{q}</dispatch>'
     final = answers[-1] if answers else ""
     if inner.answer_by == "planner":
@@ -512,21 +610,17 @@ def _current_task(env, agent: str) -> tuple[str, list[tuple[str, str, str]], int
         if m["role"] == "assistant":
             searches += "<search>" in m["content"]
         else:
-            passages += [(html.unescape(i), html.unescape(t), x) for i, t, x in _PASSAGE.findall(m["content"])]
+            passages += _passages_in(m["content"])
     return question, passages, searches
 
 
 def _scripted_worker(env, agent: str) -> str:
     """Search BM25 with the sub-question (then with the bare subject), read the answer off the subject's passage."""
     question, passages, searches = _current_task(env, agent)
+    value = _read_off(question, passages)
+    if value:
+        return f"<report>{value}</report>"
     readings = parse_subquestion(question)
-    for rel, subject in readings:
-        subject = normalize_answer(subject)
-        for _, title, text in passages:
-            if normalize_answer(title) == subject:
-                value = rel.extract(text)
-                if value:
-                    return f"<report>{value}</report>"
     if searches == 0:
         return f"<search>{question}</search>"
     if searches == 1 and readings:
@@ -536,7 +630,8 @@ def _scripted_worker(env, agent: str) -> str:
 
 def best_policy(env, agent: str) -> str:
     """The scripted team: the planner follows the gold decomposition (from the hidden state),
-    workers really search BM25 and extract the answer from the passages they retrieved."""
+    reading step 1 off the topic passage when it is given; workers really search BM25 for
+    every later step and extract the answer from the passages they retrieved."""
     if agent == "planner":
         return _scripted_planner(env)
     if agent == "answerer":
@@ -545,14 +640,13 @@ def best_policy(env, agent: str) -> str:
 
 
 def no_search_policy(env, agent: str) -> str:
-    """The scripted planner with workers that never search: they report their sub-question's subject."""
+    """The scripted planner with workers that never search (they report "unknown"): the team
+    answers from the given information only -- the topic passage, read like a worker reads."""
     if agent == "planner":
         return _scripted_planner(env)
     if agent == "answerer":
         return _scripted_answerer(env)
-    question, _, _ = _current_task(env, agent)
-    readings = parse_subquestion(question)
-    return f"<report>{readings[0][1] if readings else question}</report>"
+    return "<report>unknown</report>"
 
 
 def random_policy(env, agent: str, rng: np.random.Generator) -> str:

@@ -7,24 +7,29 @@
   failed because the *retriever* broke are left out (infrastructure, not the agent).
   An agent with no tool calls has validity 0.0 and ``tool_calls`` 0.
 * **supporting recall**: the fraction of gold supporting passages (by id, else by title)
-  that some worker retrieved.
+  that the team held: the given topic passage (if any) plus what some worker retrieved.
 
 Counterfactual re-scoring ("rescore", for SHARP): :func:`rescore` re-evaluates a finished
 episode with some agents masked. **Nothing is regenerated**: no agent acts again, the
 recorded final answer text stays what it was. A masked agent's contributions become the
 empty placeholder: a masked worker's reports are empty and its retrieved passages count
 as never retrieved; a masked planner sends nothing (no dispatch, no hand-off); a masked
-answer author gives no answer. The recorded answer then still counts iff
+answer author gives no answer. *Given information* is what the environment hands out with
+the question, independent of every other agent: the question itself and the topic passage
+(``Evidence.given``; it goes to the planner, and in the answerer layout with the hand-off to
+the answerer too). The recorded answer then still counts iff
 
 1. its author is unmasked (otherwise there is no answer: value 0);
 2. in the answerer layout, the planner is unmasked (otherwise the answerer only had the
-   question: the answer counts only if the question itself contains it);
-3. if the answer was *supported* in the real episode (it occurs in the question or in a
-   passage some worker retrieved), it is still supported by the question or by passages
-   of unmasked workers, **and** the unmasked workers still retrieved every gold
-   supporting passage the whole team retrieved (masking the worker who found a link of
-   the chain breaks the chain). An answer that was never supported (a guess, or the
-   model's own knowledge) does not depend on the workers and keeps its score.
+   given information: the answer counts only if the question or the topic passage
+   contains it);
+3. if the answer was *supported* in the real episode (it occurs in the given information or
+   in a passage some worker retrieved), it is still supported by the given information or
+   by passages of unmasked workers, **and** the given topic passage together with the
+   unmasked workers' passages still cover every gold supporting passage the whole team
+   held (masking the worker who found a link of the chain breaks the chain; a link given
+   as the topic passage needs no worker). An answer that was never supported (a guess, or
+   the model's own knowledge) does not depend on the workers and keeps its score.
 
 So ``v(all agents)`` is exactly the episode's answer score and ``v(empty set)`` is 0.
 Format penalties are not part of ``v``.
@@ -56,9 +61,10 @@ class ToolCall:
 
 @dataclass
 class Evidence:
-    """Passages each worker retrieved during the episode (id -> title and text)."""
+    """Passages each worker retrieved during the episode, and those the environment gave (id -> title and text)."""
 
     by_worker: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    given: dict[str, tuple[str, str]] = field(default_factory=dict)  #: the topic passage, if any
 
     def add(self, worker: str, pid: str, title: str, text: str) -> None:
         self.by_worker.setdefault(worker, {})[pid] = (title, text)
@@ -68,6 +74,10 @@ class Evidence:
         for w in workers:
             out.update(self.by_worker.get(w, {}))
         return out
+
+    def held(self, workers: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """The given passages plus the passages ``workers`` retrieved."""
+        return {**self.given, **self.passages(workers)}
 
 
 def tool_validity(calls: Sequence[ToolCall]) -> float:
@@ -111,11 +121,11 @@ def rescore(
     if answer is None or answer_author is None or answer_author not in unmasked:
         return 0.0
     if answerer_layout and "planner" not in unmasked:
-        return answer_score if contains_answer(question, answer) else 0.0
-    everyone = evidence.passages(workers)
+        return answer_score if _supported(answer, question, evidence.given) else 0.0
+    everyone = evidence.held(workers)
     if not _supported(answer, question, everyone):
         return answer_score
-    kept = evidence.passages([w for w in workers if w in unmasked])
+    kept = evidence.held([w for w in workers if w in unmasked])
     if not _supported(answer, question, kept):
         return 0.0
     full = supporting_recall(everyone, gold_ids, gold_titles)

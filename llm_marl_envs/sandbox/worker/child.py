@@ -11,9 +11,9 @@ parent-death signal kills the job if its fork server dies.
 
 from __future__ import annotations
 
+import _signal
 import os
 import resource
-import signal
 from dataclasses import dataclass, field
 
 from . import linux
@@ -45,6 +45,7 @@ class ChildSpec:
     uid: int | None = None  # switch to this uid/gid (None: keep the current ones)
     gid: int | None = None
     drop_capabilities: bool = False  # empty the capability sets (user namespace, same uid)
+    parent_death_signal: bool = True  # not needed in a PID namespace: the server's death kills all
 
 
 def confine(spec: ChildSpec) -> None:
@@ -52,7 +53,8 @@ def confine(spec: ChildSpec) -> None:
     # A new process group (to kill it as a whole). Not setsid(): the fork server already has
     # no controlling terminal, and every new session costs a scheduler autogroup (~1 ms).
     REAL.setpgid(0, 0)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # the fork server ignores it
+    # The fork server ignores SIGINT. (_signal, not signal: no enum conversions, fewer page faults.)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     # Order matters: the result pipe goes last, since its source may be one of 0..2's targets.
     os.dup2(spec.stdin_fd, 0)
     os.dup2(spec.stdout_fd, 1)
@@ -75,8 +77,8 @@ def confine(spec: ChildSpec) -> None:
     if spec.drop_capabilities:
         linux.drop_all_capabilities()
     # PR_SET_NO_NEW_PRIVS is inherited from the fork server, which sets it once.
-    # Cleared by the credential change above, so set it afterwards.
-    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if spec.parent_death_signal:  # cleared by the credential change above: set it afterwards
+        linux.prctl(linux.PR_SET_PDEATHSIG, _signal.SIGKILL)
     # Dumpable again so that /proc/self belongs to the job user (programs may read it).
     linux.prctl(linux.PR_SET_DUMPABLE, 1)
 

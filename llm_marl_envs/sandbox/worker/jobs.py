@@ -80,7 +80,8 @@ class JobRunner:
         }
         child = ChildSpec(job_dir=job_dir, env=None, stdin_fd=-1, stdout_fd=-1, stderr_fd=-1, result_fd=-1,
                           rlimits=rlimits, uid=self.s["uid"], gid=self.s["gid"],
-                          drop_capabilities=self.s["drop_capabilities"])
+                          drop_capabilities=self.s["drop_capabilities"],
+                          parent_death_signal=not self.supervisor.is_pid1)
         return RunSpec(job=job, mode=mode, indices=indices, child=child, timeout_s=timeout,
                        job_deadline=state.deadline, output_cap=output_cap or int(lim["output_bytes"]),
                        stdin=stdin)
