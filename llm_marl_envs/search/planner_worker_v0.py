@@ -49,7 +49,7 @@ them at ``max_action_chars``).
 
 Reward: 0 every turn until the answer; then EM (``metric="em"``) or F1 of the answer.
 ``infos[a]["reward_components"]``: ``answer_em``, ``answer_f1``, ``answered``,
-``supporting_recall`` (where the gold is known; the topic passage counts as held), ``tool_calls`` (this turn, all workers),
+``supporting_recall`` (where the gold is known; worker retrievals only), ``tool_calls`` (this turn, all workers),
 ``retrieval_errors``, ``format_penalty``; per agent: ``tool_validity`` and
 ``agent_tool_calls`` (the episode so far). Counterfactual masking: ``coalition_value(unmasked,
 mode="rescore")`` -- see :mod:`llm_marl_envs.search.reward` for exactly what is and is not
@@ -111,7 +111,8 @@ class raw_env(TextCollabEnv):
     Args:
         n_workers: number of search workers (1..8).
         answer_by: "planner" (SHARP layout) or "answerer" (Dr. MAS layout: a separate role).
-        max_turns: planning rounds; must exceed ``max_hops`` on the synthetic world.
+        max_turns: planning rounds; on the synthetic world at least ``max_hops`` (``max_hops + 1``
+            with ``topic_passage=False``).
         max_tool_calls: searches per worker per dispatch.
         top_k: passages returned per search.
         metric: "em" (default) or "f1" for the team reward.
@@ -171,10 +172,13 @@ class raw_env(TextCollabEnv):
             raise ValueError(f"format_penalty must be <= 0, got {format_penalty}")
         self.world = None
         if examples is None:
-            if max_turns < max_hops + 1:
+            # one dispatch per hop not given by the topic passage, then the answer
+            need = max_hops if topic_passage else max_hops + 1
+            if max_turns < need:
                 raise ValueError(
-                    f"max_turns={max_turns} cannot fit a {max_hops}-hop chain (one dispatch per hop, then "
-                    f"the answer): use max_turns >= {max_hops + 1}"
+                    f"max_turns={max_turns} cannot fit a {max_hops}-hop chain (one dispatch per hop"
+                    f"{' after the first, which the topic passage answers' if topic_passage else ''}, then the "
+                    f"answer): use max_turns >= {need}"
                 )
             self.world = generate_world(
                 WorldConfig(n_entities, n_questions, min_hops, max_hops, decoys_per_entity, world_seed)
@@ -452,7 +456,7 @@ class raw_env(TextCollabEnv):
             "tool_calls": float(self._turn_tool_calls),
             "retrieval_errors": float(self.retrieval_errors),
         }
-        recall = supporting_recall(self.evidence.held(self.workers), ex.supporting_ids, ex.supporting_titles)
+        recall = supporting_recall(self.evidence.passages(self.workers), ex.supporting_ids, ex.supporting_titles)
         if recall is not None:
             components["supporting_recall"] = recall
         per_agent = {

@@ -7,7 +7,8 @@
   failed because the *retriever* broke are left out (infrastructure, not the agent).
   An agent with no tool calls has validity 0.0 and ``tool_calls`` 0.
 * **supporting recall**: the fraction of gold supporting passages (by id, else by title)
-  that the team held: the given topic passage (if any) plus what some worker retrieved.
+  that some worker retrieved (a retrieval diagnostic: the given topic passage does not count,
+  so a team that reads hop 1 off it has at most (hops - 1) / hops).
 
 Counterfactual re-scoring ("rescore", for SHARP): :func:`rescore` re-evaluates a finished
 episode with some agents masked. **Nothing is regenerated**: no agent acts again, the

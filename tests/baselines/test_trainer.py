@@ -71,6 +71,8 @@ def test_per_agent_optimizers_and_learning_rates(sharing, namer_dir, tmp_path):
            for a in ("speaker", "listener")}
     assert not set(own["speaker"]) & set(own["listener"]) or sharing == "separate"
     trainer.train_step()
+    if sharing == "lora":  # LoRA's B starts at 0, so A gets its first non-zero gradient at step 2
+        trainer.train_step()
     for agent, params in own.items():
         now = trainer.team.trainable_parameters(agent)
         unchanged = [n for n, p in params.items() if torch.equal(p, now[n].detach())]

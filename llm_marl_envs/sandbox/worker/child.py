@@ -81,6 +81,7 @@ def confine(spec: ChildSpec) -> None:
         linux.prctl(linux.PR_SET_PDEATHSIG, _signal.SIGKILL)
     # Dumpable again so that /proc/self belongs to the job user (programs may read it).
     linux.prctl(linux.PR_SET_DUMPABLE, 1)
+    linux.set_process_name(b"sbx-job")
 
 
 def _set_limit(which: int, value: int) -> None:

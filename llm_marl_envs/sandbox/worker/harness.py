@@ -135,7 +135,7 @@ def _syntax_error_text(exc: BaseException, limit: int) -> str:
 def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: list[int]) -> NoReturn:
     """Entry point in the confined child. Never returns (ends with ``os._exit``)."""
     # Everything used after the program starts is bound here, before it can patch anything.
-    write, exit_now, clock, cpu = os.write, os._exit, time.perf_counter, time.process_time
+    write, exit_now, clock, cpu, stamp = os.write, os._exit, time.perf_counter, time.process_time, time.monotonic
     dumps, run_code, settrace, setprofile = json.dumps, exec, sys.settrace, sys.setprofile
     limit = int(job["limits"]["report_chars"])
     hard = int(job["limits"]["output_bytes"])
@@ -145,7 +145,7 @@ def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: li
 
     def emit(kind: str, index: int, flag: bool, payload: dict[str, Any], now: bool = True) -> None:
         """Write a record; with ``now=False`` it goes out with the next one (one wake-up less)."""
-        queued.append(nonce + " " + kind + " " + str(index) + (" 1 " if flag else " 0 ") + dumps(payload) + "\n")
+        queued.append(f"{nonce} {kind} {index} {1 if flag else 0} {stamp()!r} {dumps(payload)}\n")
         if not now:
             return
         data = "".join(queued).encode("ascii", "backslashreplace")

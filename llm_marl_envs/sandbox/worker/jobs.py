@@ -113,7 +113,7 @@ class JobRunner:
         """Record what ``run`` says about ``pending``; True if the remaining tests must not be re-run."""
         begun: set[int] = set()
         program_ok = setup_ok = False
-        for kind, index, flag, payload in run.records:
+        for kind, index, flag, _when, payload in run.records:
             if kind == P.REC_COMPILE:
                 state.compile_error = str(payload.get("error", "the program does not compile"))
                 state.stop = True
@@ -171,7 +171,7 @@ class JobRunner:
             return
         entry: dict[str, Any] = {}
         finished = False
-        for kind, rec_index, flag, payload in run.records:
+        for kind, rec_index, flag, _when, payload in run.records:
             if kind == P.REC_COMPILE:
                 state.compile_error = str(payload.get("error", "the program does not compile"))
                 state.stop = True

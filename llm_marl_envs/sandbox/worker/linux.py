@@ -73,6 +73,12 @@ def prctl(option: int, arg2: int = 0) -> None:
     _check(_libc.prctl(option, arg2, 0, 0, 0), "prctl")
 
 
+def set_process_name(name: bytes) -> None:
+    """The name ``ps`` and ``/proc/<pid>/comm`` show (at most 15 bytes)."""
+    buf = ctypes.create_string_buffer(name[:15])
+    _libc.prctl(PR_SET_NAME, ctypes.addressof(buf), 0, 0, 0)
+
+
 def limit_malloc_arenas(count: int) -> None:
     """glibc ``mallopt(M_ARENA_MAX, count)``, inherited by forked children; no-op elsewhere."""
     try:

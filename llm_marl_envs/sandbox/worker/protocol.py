@@ -7,11 +7,13 @@ caller by what it sends back.
 Records (child -> fork server, over a dedicated pipe; the child runs untrusted code, so
 the reader treats every byte as hostile). One record per line::
 
-    <nonce> <kind> <index> <flag> <json payload>\\n
+    <nonce> <kind> <index> <flag> <time> <json payload>\\n
 
 ``nonce`` is a per-run random token the program is never told; lines with another nonce,
 or that do not parse, are ignored. ``flag`` is ``1``/``0`` and is written by the harness
-with plain string formatting (not by ``json``, which the program could patch).
+with plain string formatting (not by ``json``, which the program could patch). ``time`` is
+the child's ``time.monotonic()`` when the record was made: the same clock as the fork
+server's, which times each phase with it without having to read every record at once.
 """
 
 from __future__ import annotations
@@ -84,19 +86,23 @@ def _recv_exact(sock: Any, size: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
-def parse_record(line: bytes, nonce: str) -> tuple[str, int, bool, dict[str, Any]] | None:
+Record = tuple  # (kind: str, index: int, flag: bool, time: float, payload: dict)
+
+
+def parse_record(line: bytes, nonce: str) -> Record | None:
     """Decode one record line; None if it is not a well-formed record with ``nonce``."""
     try:
         text = line.decode("utf-8")
-        got_nonce, kind, index, flag, payload = text.split(" ", 4)
+        got_nonce, kind, index, flag, stamp, payload = text.split(" ", 5)
         if got_nonce != nonce or flag not in ("0", "1"):
             return None
+        when = float(stamp)
         if payload == "{}":  # most records (BEGIN, END, ...) carry nothing: skip the decoder
-            return kind, int(index), flag == "1", {}
+            return kind, int(index), flag == "1", when, {}
         data = json.loads(payload)
         if not isinstance(data, dict):
             return None
-        return kind, int(index), flag == "1", data
+        return kind, int(index), flag == "1", when, data
     except (ValueError, UnicodeDecodeError):
         return None
 

@@ -44,6 +44,7 @@ def main(argv: list[str]) -> None:
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     else:
         linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+    linux.set_process_name(b"sbx-server")
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/mem for jobs
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)  # inherited by every job: no set-uid binaries
     linux.limit_malloc_arenas(2)  # glibc reserves 64 MB of address space per thread arena

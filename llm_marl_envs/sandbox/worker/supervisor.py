@@ -281,7 +281,7 @@ def _child_main(spec: RunSpec, nonce: str, res_w: int) -> None:  # pragma: no co
             import json
 
             detail = traceback.format_exc(limit=5)[-2000:]
-            line = f"{nonce} infra -1 0 " + json.dumps({"error": "job process set-up failed: " + detail}) + "\n"
+            line = f"{nonce} infra -1 0 0 " + json.dumps({"error": "job process set-up failed: " + detail}) + "\n"
             os.write(fd, line.encode("ascii", "backslashreplace"))
         finally:
             os._exit(INFRA_EXIT_CODE)
