@@ -18,13 +18,12 @@ A user's own JSONL of either shape works the same way. Malformed lines raise
 from __future__ import annotations
 
 import ast
-import gzip
-import json
 import textwrap
 from pathlib import Path
 from typing import Any, Literal
 
 from llm_marl_envs.data.humaneval import CodeProblem
+from llm_marl_envs.data.jsonl import iter_jsonl
 
 __all__ = ["load_code_jsonl", "mbpp_record_to_problem"]
 
@@ -38,25 +37,12 @@ def load_code_jsonl(
     examples_in_prompt: int = 1,
 ) -> list[CodeProblem]:
     """Read code problems from a ``.jsonl`` (or ``.jsonl.gz``) file; see the module docstring."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no such dataset file: {path}")
-    opener = gzip.open if path.suffix == ".gz" else open
     problems: list[CodeProblem] = []
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc})") from None
-            if not isinstance(rec, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
-            try:
-                problems.append(_record_to_problem(rec, format, examples_in_prompt))
-            except (KeyError, ValueError, TypeError) as exc:
-                raise ValueError(f"{path}:{lineno}: {exc}") from None
+    for lineno, rec in iter_jsonl(path):
+        try:
+            problems.append(_record_to_problem(rec, format, examples_in_prompt))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ValueError(f"{path}:{lineno}: {exc}") from None
     if not problems:
         raise ValueError(f"{path}: no problems found")
     ids = [p.task_id for p in problems]

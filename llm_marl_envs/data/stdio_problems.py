@@ -39,15 +39,16 @@ raise ``ValueError`` naming the file and line.
 from __future__ import annotations
 
 import base64
-import gzip
 import io
 import json
 import pickle
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from llm_marl_envs.data.jsonl import iter_jsonl
 
 __all__ = [
     "IOCase",
@@ -215,27 +216,10 @@ def _load_native(path: str | Path) -> list[StdioProblem]:
     return _load(path, convert)
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict]]:
-    if not path.exists():
-        raise FileNotFoundError(f"no such dataset file: {path}")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc})") from None
-            if not isinstance(rec, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
-            yield lineno, rec
-
-
 def _load(path: str | Path, convert: Callable[[Mapping[str, Any]], StdioProblem | None]) -> list[StdioProblem]:
     path = Path(path)
     out: list[StdioProblem] = []
-    for lineno, rec in _records(path):
+    for lineno, rec in iter_jsonl(path):
         try:
             problem = convert(rec)
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
@@ -249,7 +233,7 @@ def _load(path: str | Path, convert: Callable[[Mapping[str, Any]], StdioProblem 
 
 
 def _detect_format(path: Path) -> str:
-    for _, rec in _records(path):
+    for _, rec in iter_jsonl(path):
         if "question_content" in rec and "public_test_cases" in rec:
             return "livecodebench"
         if "input_output" in rec and "question" in rec:

@@ -38,9 +38,7 @@ Format penalties are not part of ``v``.
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from llm_marl_envs.search.answers import contains_answer
@@ -133,26 +131,3 @@ def rescore(
     if full is not None and supporting_recall(kept, gold_ids, gold_titles) != full:
         return 0.0
     return answer_score
-
-
-def shapley_values(agents: Sequence[str], value: Callable[[frozenset[str]], float]) -> dict[str, float]:
-    """Exact Shapley values from a coalition value function (2^N calls; for small teams)."""
-    n = len(agents)
-    cache: dict[frozenset[str], float] = {}
-
-    def v(s: frozenset[str]) -> float:
-        if s not in cache:
-            cache[s] = float(value(s))
-        return cache[s]
-
-    phi = {}
-    for k in agents:
-        others = [a for a in agents if a != k]
-        total = 0.0
-        for size in range(n):
-            w = math.factorial(size) * math.factorial(n - size - 1) / math.factorial(n)
-            for s in itertools.combinations(others, size):
-                fs = frozenset(s)
-                total += w * (v(fs | {k}) - v(fs))
-        phi[k] = total
-    return phi

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from llm_marl_envs.core.credit import shapley_values
 from llm_marl_envs.data.qa_formats import QAExample
 from llm_marl_envs.retrieval import Document, RetrievalError
 from llm_marl_envs.search import planner_worker_v0 as pw
-from llm_marl_envs.search.reward import shapley_values
 
 
 def make(**kw):
@@ -270,7 +270,7 @@ def test_coalition_values_and_exact_shapley():
         assert play(env, pw.best_policy, idx) == 1.0
         assert v(agents) == 1.0 and v([]) == 0.0
         assert v([a for a in agents if a != "planner"]) == 0.0  # the answer's author masked
-        phi = shapley_values(agents, v)
+        phi = shapley_values(v, agents)
         assert sum(phi.values()) == pytest.approx(1.0)  # efficiency: v(all) - v(empty)
         assert phi["worker_2"] == 0.0  # never dispatched: a null player
         assert phi["planner"] >= max(phi.values()) - 1e-9  # the answer's author is a veto player
