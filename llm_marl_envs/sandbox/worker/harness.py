@@ -136,6 +136,7 @@ def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: li
     """Entry point in the confined child. Never returns (ends with ``os._exit``)."""
     # Everything used after the program starts is bound here, before it can patch anything.
     write, exit_now, clock, cpu, stamp = os.write, os._exit, time.perf_counter, time.process_time, time.monotonic
+    close = os.close
     dumps, run_code, settrace, setprofile = json.dumps, exec, sys.settrace, sys.setprofile
     limit = int(job["limits"]["report_chars"])
     hard = int(job["limits"]["output_bytes"])
@@ -143,9 +144,10 @@ def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: li
 
     queued: list[str] = []
 
-    def emit(kind: str, index: int, flag: bool, payload: dict[str, Any], now: bool = True) -> None:
-        """Write a record; with ``now=False`` it goes out with the next one (one wake-up less)."""
-        queued.append(f"{nonce} {kind} {index} {1 if flag else 0} {stamp()!r} {dumps(payload)}\n")
+    def emit(kind: str, index: int, flag: bool, payload: dict[str, Any] | str, now: bool = True) -> None:
+        """Write a record (``payload``: a dict, or already JSON); ``now=False``: with the next one."""
+        text = payload if isinstance(payload, str) else dumps(payload) if payload else "{}"
+        queued.append(f"{nonce} {kind} {index} {1 if flag else 0} {stamp()!r} {text}\n")
         if not now:
             return
         data = "".join(queued).encode("ascii", "backslashreplace")
@@ -158,6 +160,10 @@ def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: li
 
     def finish() -> NoReturn:
         emit(P.REC_END, -1, True, {})
+        try:
+            close(fd)  # the fork server sees the hang-up and can reply before our exit is over
+        except OSError:
+            pass
         exit_now(0)
 
     emit(P.REC_READY, -1, True, {})
@@ -249,6 +255,9 @@ def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, 
             passed = False
             info = {"error_type": "OutputLimitExceeded",
                     "error_message": f"the test printed more than {hard} characters"}
+        if passed and not out.total and not err.total:  # the common case, without json
+            emit(P.REC_RESULT, index, True, f'{{"wall_time_s": {wall!r}, "cpu_time_s": {used!r}}}', now=False)
+            continue
         info.update(stdout=out.getvalue(), stderr=err.getvalue(), wall_time_s=wall, cpu_time_s=used)
         emit(P.REC_RESULT, index, passed, info, now=False)  # sent with the next BEGIN or the END
 

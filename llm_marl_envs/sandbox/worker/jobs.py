@@ -43,9 +43,7 @@ class JobRunner:
         budget = float(job["limits"]["job_timeout_s"])
         state = _JobState(len(tests), started + budget)
         job_dir = self.job_dir
-        if not remove_path(job_dir):
-            return {**state.response(0.0), "infra_error": "could not clean the job directory", "recycle": True}
-        os.mkdir(job_dir, 0o700)
+        os.mkdir(job_dir, 0o700)  # cleanup() removed it after the previous job
         try:
             if self.s["uid"] is not None:
                 REAL.chown(job_dir, self.s["uid"], self.s["gid"])
@@ -61,10 +59,12 @@ class JobRunner:
             state.fill_missing(timeout)
         except Exception as exc:  # noqa: BLE001 - a bug or an OS failure here is ours, not the program's
             state.infra_error = f"sandbox worker failed while running the job: {type(exc).__name__}: {exc}"
-        finally:
-            # A tree the fork server cannot delete (it should not happen): start a fresh worker.
-            recycle = not remove_path(job_dir) or not self.wipe()
-        return {**state.response(time.monotonic() - started), "recycle": recycle}
+        return state.response(time.monotonic() - started)
+
+    def cleanup(self) -> bool:
+        """After the reply: end the job's processes, delete its files. False if that failed."""
+        self.supervisor.finish()
+        return remove_path(self.job_dir) and self.wipe() is not False
 
     def _spec(self, job: dict[str, Any], mode: str, indices: list[int], job_dir: str, timeout: float,
               state: _JobState, stdin: bytes = b"", output_cap: int | None = None) -> RunSpec:
@@ -153,9 +153,14 @@ class JobRunner:
         if current in begun and current not in state.results:
             state.results[current] = _test_entry(False, cause)
             return run.killed == "budget"
-        # Died between tests (e.g. a thread started by an earlier test): blame the next test.
+        if run.killed == "budget":
+            return True
+        if len(unfinished) < len(pending):
+            return False  # died between tests after some progress: re-run the rest, blame none
+        # Died between tests without any progress (e.g. while the harness was reporting):
+        # blame the next test, so that the re-runs always progress.
         state.results[unfinished[0]] = _test_entry(False, _with_context(cause, "before this test started"))
-        return run.killed == "budget"
+        return False
 
     # -- I/O tests -------------------------------------------------------------------------
     def _run_io(self, job: dict[str, Any], index: int, job_dir: str, timeout: float, state: _JobState) -> None:
@@ -185,8 +190,7 @@ class JobRunner:
         entry["stderr"] = run.stderr.decode("utf-8", "replace")
         entry["stdout_bytes"] = run.stdout_total
         if run.killed is None and finished:
-            entry["wall_time_s"] = run.wall_time_s
-            entry["cpu_time_s"] = run.cpu_time_s
+            entry["wall_time_s"] = run.wall_time_s  # from the fork, as the fork server saw it
         state.results[index] = entry
         if state.program_stdout is None:
             state.set_program_output(run, include_output=False)

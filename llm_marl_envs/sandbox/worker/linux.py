@@ -87,6 +87,14 @@ def limit_malloc_arenas(count: int) -> None:
         pass
 
 
+def trim_heap() -> None:
+    """glibc ``malloc_trim(0)``: return free heap memory to the kernel (less for fork to copy)."""
+    try:
+        _libc.malloc_trim(0)
+    except AttributeError:  # pragma: no cover - not glibc
+        pass
+
+
 def drop_all_capabilities() -> None:
     """Empty the effective, permitted, inheritable and bounding capability sets."""
     for cap in range(64):

@@ -11,12 +11,12 @@ interpreter (:mod:`.jobs`, :mod:`.supervisor`).
 
 from __future__ import annotations
 
+import _socket
 import gc
 import importlib
 import json
 import os
 import signal
-import socket
 import sys
 import traceback
 from typing import Any
@@ -48,7 +48,7 @@ def main(argv: list[str]) -> None:
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/mem for jobs
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)  # inherited by every job: no set-uid binaries
     linux.limit_malloc_arenas(2)  # glibc reserves 64 MB of address space per thread arena
-    sock = socket.socket(fileno=sock_fd)
+    sock = _socket.socket(fileno=sock_fd)  # not socket.py: see guard.py
     try:
         server = ForkServer(settings, report)
     except BaseException:  # noqa: BLE001 - report any start-up failure to the caller
@@ -110,6 +110,7 @@ class ForkServer:
 
         gc.collect()
         gc.freeze()  # keep the warm heap out of the children's garbage collections (less copy-on-write)
+        linux.trim_heap()
         is_pid1 = bool(report["pid_ns"]) and os.getpid() == 1
         runner_settings = {
             "uid": self.run_uid,
@@ -117,7 +118,10 @@ class ForkServer:
             "drop_capabilities": not drop and bool(report["user_ns"]),
         }
         self.supervisor = Supervisor(is_pid1=is_pid1)
-        self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir, self.view.wipe)
+        # Jobs running as another user cannot write to the (root-owned) hidden-path masks.
+        wipe_all = self.run_uid is None
+        self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir,
+                                lambda: self.view.wipe(private_only=not wipe_all))
         self.fatal = self._self_test(needed, runner_settings)
         if settings["guard"]:
             # Once, here: every job process inherits it. From now on this process only calls
@@ -138,7 +142,7 @@ class ForkServer:
             "notes": list(report["notes"]) + self.view.notes,
         }
 
-    def serve(self, sock: socket.socket) -> None:
+    def serve(self, sock: _socket.socket) -> None:
         while True:
             try:
                 request = P.recv_frame(sock)
@@ -156,6 +160,11 @@ class ForkServer:
                 P.send_frame(sock, reply)
             except OSError:
                 return
+            # Only now: the caller already has its reply while the job's processes are killed
+            # and its files deleted. A job that cannot be cleaned up ends this worker (the
+            # caller starts a fresh one): the next job must not see anything of it.
+            if op == "job" and not self.runner.cleanup():
+                os._exit(3)
 
     def _self_test(self, needed: list[str], s: dict[str, Any]) -> str | None:
         """Fork a confined process and check it can read Python's files and write its directory."""

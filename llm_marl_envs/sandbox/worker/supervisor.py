@@ -1,21 +1,31 @@
 """Forking one job process and supervising it until it and all its descendants are gone.
 
-The fork server (trusted) reads the child's stdout, stderr and result pipe with a poll
-loop, enforces the wall-clock deadline of whatever the child is doing (program load, test
-*i*, ...), enforces the output caps, and on exit or timeout kills the child's process group
-and then every other process left over (as PID 1 of the worker's PID namespace it kills all
-of them with ``kill(-1)``; without a PID namespace it is a child subreaper and kills the
-orphans reparented to it), so a daemonised or ``setsid`` grandchild cannot outlive its job.
+The fork server (trusted) reads the child's stdout and stderr as they come (to enforce the
+output caps), enforces the wall-clock deadline of whatever the child is doing (loading the
+program, test *i*, ...), and on exit or time-out kills the child's process group and then
+every other process left over (as PID 1 of the worker's PID namespace it kills all of them
+with ``kill(-1)``; without a PID namespace it is a child subreaper and kills the orphans
+reparented to it), so a daemonised or ``setsid`` grandchild cannot outlive its job.
+
+The result pipe is read lazily: each record carries the child's monotonic time, so the
+deadline of the current phase is known from the last record read, and the pipe only needs
+to be drained when the child is done or when that deadline falls due. A job whose tests are
+fast thus wakes the fork server once, not several times per test (each wake-up would also
+copy the pages this process shares with the child). "Done" is the hang-up of the result
+pipe, which the harness closes right after its final record: the fork server can reply
+while the kernel is still tearing the child down, and waits for it, kills whatever the job
+left behind and cleans up in :meth:`Supervisor.finish` (before the next run, and after the
+reply has been sent).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import signal
 import time
 import traceback
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import protocol as P
@@ -27,40 +37,44 @@ START_TIMEOUT_S = 10.0  # fork + confinement must be done by then, or it is an i
 EXIT_GRACE_S = 2.0  # after the final record, the time the child has to exit on its own
 MAX_RECORD_BYTES = 64 << 20  # more on the result pipe: the program is flooding it
 MAX_LINE_BYTES = 8 << 20  # a longer line on the result pipe: likewise
-INFRA_EXIT_CODE = 121
+PIPE_BYTES = 1 << 20  # result pipe capacity (F_SETPIPE_SZ), so that the child rarely blocks
+BLOCKED_GRACE_S = 0.2  # extra time when the child may have been blocked on a full result pipe
+INFRA_EXIT_CODE = 121  # a job process that could not be set up exits with this
+_F_SETPIPE_SZ = 1031
 
 
-@dataclass
 class RunSpec:
     """One child run: which tests, in which mode, with which limits."""
 
-    job: dict[str, Any]
-    mode: str  # "assert" | "io"
-    indices: list[int]
-    child: ChildSpec
-    timeout_s: float
-    job_deadline: float  # time.monotonic() value
-    output_cap: int  # bytes of stdout/stderr kept; more kills the run
-    stdin: bytes = b""
+    def __init__(self, *, job: dict[str, Any], mode: str, indices: list[int], child: ChildSpec, timeout_s: float,
+                 job_deadline: float, output_cap: int, stdin: bytes = b"") -> None:
+        self.job = job
+        self.mode = mode  # "assert" | "io"
+        self.indices = indices
+        self.child = child
+        self.timeout_s = timeout_s
+        self.job_deadline = job_deadline  # a time.monotonic() value
+        self.output_cap = output_cap  # bytes of stdout/stderr kept; more kills the run
+        self.stdin = stdin
 
 
-@dataclass
 class RunResult:
-    records: list[tuple[str, int, bool, dict[str, Any]]] = field(default_factory=list)
-    ready: bool = False
-    stdout: bytes = b""
-    stderr: bytes = b""
-    stdout_total: int = 0
-    stderr_total: int = 0
-    status: int | None = None  # raw wait status of the child
-    cpu_time_s: float = 0.0
-    max_rss_kb: int = 0
-    wall_time_s: float = 0.0
-    cpu_limit_s: float = 0.0  # the RLIMIT_CPU the run had
-    memory_limit_bytes: int = 0  # its RLIMIT_AS
-    killed: str | None = None  # "timeout" | "budget" | "output" | "channel" | "start"
-    active: Any = None  # what ran when it ended: "program", "setup", "harness", a test index
-    infra_error: str | None = None
+    """What one child run produced, as seen by the fork server."""
+
+    def __init__(self) -> None:
+        self.records: list[P.Record] = []
+        self.ready = False
+        self.stdout = self.stderr = b""
+        self.stdout_total = self.stderr_total = 0
+        self.status: int | None = None  # raw wait status of the child
+        self.cpu_time_s = 0.0
+        self.max_rss_kb = 0
+        self.wall_time_s = 0.0
+        self.cpu_limit_s = 0.0  # the RLIMIT_CPU the run had
+        self.memory_limit_bytes = 0  # its RLIMIT_AS
+        self.killed: str | None = None  # "timeout" | "budget" | "output" | "channel" | "start"
+        self.active: Any = "start"  # what ran last: "program", "setup", "harness", a test index
+        self.infra_error: str | None = None
 
     @property
     def exit_code(self) -> int | None:
@@ -75,15 +89,143 @@ class RunResult:
         return os.WTERMSIG(self.status)
 
 
+class _RecordReader:
+    """Drains the result pipe on demand; knows what the child is doing and its deadline."""
+
+    def __init__(self, fd: int, nonce: str, result: RunResult, spec: RunSpec, started: float) -> None:
+        self.fd, self.nonce, self.result, self.spec = fd, nonce, result, spec
+        self.started = started
+        self.phase_start = started
+        self.pending = bytearray()
+        self.total = 0
+        self.last_read = 0
+        self.overflowed = False
+        self.grace_used = False
+        self.deadline = started + START_TIMEOUT_S  # of the current phase, as far as we know
+        # When to look again: the program's time limit runs from READY, which is normally
+        # written right after the fork, so the first look is one time limit after the fork.
+        self.check_at = started + min(spec.timeout_s, START_TIMEOUT_S)
+        os.set_blocking(fd, False)
+
+    def drain(self, final: bool = False) -> None:
+        self.last_read = 0
+        records_before = len(self.result.records)
+        while not self.overflowed:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            if not data:
+                break
+            self.last_read += len(data)
+            self.total += len(data)
+            if self.total > MAX_RECORD_BYTES:
+                self.overflowed = True
+                break
+            self.pending += data
+            if b"\n" in data:
+                self._parse_lines()
+            if len(self.pending) > MAX_LINE_BYTES:
+                self.overflowed = True
+        if final and self.pending and not self.overflowed:
+            self.pending += b"\n"
+            self._parse_lines()
+        if self.last_read >= PIPE_BYTES // 2 and len(self.result.records) == records_before and self.result.ready:
+            self.overflowed = True  # half a pipe of bytes and not one record: junk, not the harness
+        self._set_deadline()
+
+    def _parse_lines(self) -> None:
+        lines = self.pending.split(b"\n")
+        self.pending = bytearray(lines.pop())
+        for line in lines:
+            record = P.parse_record(line, self.nonce)
+            if record is not None:
+                self._apply(record)
+
+    def _apply(self, record: P.Record) -> None:
+        kind, index, _flag, when, payload = record
+        result = self.result
+        # The child's clock is the same as ours; a value outside [fork, now] is clamped.
+        when = min(max(when, self.phase_start), time.monotonic())
+        if not result.ready:
+            if kind == P.REC_READY:
+                result.ready = True
+                result.active = self.spec.indices[0] if self.spec.mode == "io" else "program"
+                self.phase_start = when
+            elif kind == "infra":
+                result.infra_error = str(payload.get("error", "job process set-up failed"))[:4000]
+            return  # nothing before READY counts (and nothing can come from the program)
+        if kind in ("infra", P.REC_READY):
+            return  # only meaningful before READY: anything later may be forged
+        result.records.append(record)
+        if kind == P.REC_BEGIN:
+            result.active = index
+        elif kind == P.REC_PROGRAM:
+            result.active = "setup"
+        elif kind == P.REC_END:
+            result.active = "done"
+        elif self.spec.mode == "assert":
+            result.active = "harness"
+        self.phase_start = when
+        self.grace_used = False
+
+    def _set_deadline(self) -> None:
+        if not self.result.ready:
+            self.deadline = self.started + START_TIMEOUT_S
+            self.check_at = min(self.deadline, time.monotonic() + self.spec.timeout_s)
+            return
+        if self.result.active == "done":
+            self.deadline = self.phase_start + EXIT_GRACE_S
+        else:
+            self.deadline = min(self.phase_start + self.spec.timeout_s, self.spec.job_deadline)
+        self.check_at = self.deadline
+
+    def expired(self, now: float) -> bool:
+        if now < self.deadline:
+            return False
+        if not self.grace_used and (self.last_read >= PIPE_BYTES // 2 or self.pending):
+            # The child may have been blocked writing to a full pipe: let it finish that record.
+            self.grace_used = True
+            self.deadline = self.check_at = now + BLOCKED_GRACE_S
+            return False
+        return True
+
+    def expiry_reason(self) -> str:
+        if not self.result.ready:
+            return "start"
+        if self.result.active != "done" and self.spec.job_deadline <= self.phase_start + self.spec.timeout_s:
+            return "budget"
+        return "timeout"
+
+
 class Supervisor:
     """Runs job processes for one fork server."""
 
     def __init__(self, *, is_pid1: bool) -> None:
         self.is_pid1 = is_pid1
+        self._unreaped: list[int] = []  # job processes that reported everything but may still run
+
+    def finish(self) -> None:
+        """Kill and reap what the last run left (its process, daemons, ...). Idempotent."""
+        while self._unreaped:
+            pid = self._unreaped.pop()
+            self._kill(pid, None, "")
+            try:
+                os.wait4(pid, 0)
+            except ChildProcessError:
+                pass
+            self.kill_leftovers(pid)
 
     def run(self, spec: RunSpec) -> RunResult:
+        self.finish()
         nonce = os.urandom(16).hex()
         res_r, res_w = os.pipe()
+        try:
+            fcntl.fcntl(res_w, _F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:  # pragma: no cover - above /proc/sys/fs/pipe-max-size: keep the default
+            pass
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         stdin_fd = _stdin_fd(spec.stdin)
@@ -92,7 +234,10 @@ class Supervisor:
         started = time.monotonic()
         pid = REAL.fork()
         if pid == 0:  # pragma: no cover - the job process (coverage cannot follow os._exit)
-            _child_main(spec, nonce, res_w)
+            try:
+                _child_main(spec, nonce, res_w)
+            finally:
+                os._exit(INFRA_EXIT_CODE)  # never return into the fork server's code
         for fd in (res_w, out_w, err_w, stdin_fd):
             os.close(fd)
         try:
@@ -111,134 +256,75 @@ class Supervisor:
     # -- the poll loop -------------------------------------------------------------------
     def _watch(self, spec: RunSpec, pid: int, nonce: str, res_r: int, out_r: int, err_r: int,
                started: float) -> RunResult:
-        result = RunResult(active="start")
+        result = RunResult()
+        reader = _RecordReader(res_r, nonce, result, spec, started)
         pidfd = _pidfd_open(pid)
         poller = select.poll()
-        open_fds = {res_r, out_r, err_r}
-        for fd in open_fds:
+        outputs = {out_r: bytearray(), err_r: bytearray()}
+        totals = {out_r: 0, err_r: 0}
+        for fd in outputs:
             poller.register(fd, select.POLLIN)
         if pidfd is not None:
             poller.register(pidfd, select.POLLIN)
-        bufs = {out_r: bytearray(), err_r: bytearray()}
-        totals = {out_r: 0, err_r: 0}
-        pending = bytearray()
-        record_bytes = 0
-        deadline = started + START_TIMEOUT_S
-        exited = False
-        rusage = None
-        cleanup_deadline: float | None = None
+        poller.register(res_r, 0)  # no POLLIN: woken only by the hang-up (everyone closed it)
+        exited, finished, rusage = False, False, None
         try:
-            while open_fds or not exited:
-                now = time.monotonic()
-                if not exited and result.killed is None:
-                    limit = deadline if result.active == "start" else min(deadline, spec.job_deadline)
-                    if now >= limit:
-                        if result.active == "start":
-                            reason = "start"
-                        else:
-                            reason = "timeout" if deadline <= spec.job_deadline else "budget"
-                        self._kill(pid, result, reason)
-                if exited and cleanup_deadline is not None and now >= cleanup_deadline:
-                    break  # pipes still open after everything was killed: give up on them
-                wait = 0.05 if pidfd is None else None
-                if not exited and result.killed is None:
-                    wait_deadline = deadline if result.active == "start" else min(deadline, spec.job_deadline)
-                    wait = max(0.0, wait_deadline - now) if wait is None else min(wait, max(0.0, wait_deadline - now))
-                elif exited and cleanup_deadline is not None:
-                    wait = max(0.0, cleanup_deadline - now)
-                events = poller.poll(None if wait is None else int(wait * 1000) + 1)
-                for fd, _ev in events:
+            while not exited and not finished:
+                if result.killed is None and time.monotonic() >= reader.check_at:
+                    reader.drain()
+                    if reader.overflowed:
+                        self._kill(pid, result, "channel")
+                    elif reader.expired(time.monotonic()):
+                        self._kill(pid, result, reader.expiry_reason())
+                wait = None if result.killed is not None else max(0.0, reader.check_at - time.monotonic())
+                if pidfd is None:  # pragma: no cover - Linux < 5.3: poll for the exit
+                    wait = 0.02 if wait is None else min(wait, 0.02)
+                for fd, _event in poller.poll(None if wait is None else int(wait * 1000) + 1):
                     if fd == pidfd:
                         poller.unregister(pidfd)
-                        continue
-                    try:
-                        data = os.read(fd, 1 << 16)
-                    except OSError:
-                        data = b""
-                    if not data:
+                    elif fd == res_r:
+                        poller.unregister(res_r)
+                        reader.drain(final=True)
+                        finished = result.active == "done" and result.killed is None
+                    elif not _read_output(fd, outputs[fd], totals, spec.output_cap):
                         poller.unregister(fd)
-                        open_fds.discard(fd)
-                        continue
-                    if fd == res_r:
-                        record_bytes += len(data)
-                        if record_bytes > MAX_RECORD_BYTES:
-                            self._kill(pid, result, "channel")
-                            continue
-                        pending += data
-                        if b"\n" in data:
-                            deadline = self._consume(pending, nonce, result, spec, deadline)
-                        if len(pending) > MAX_LINE_BYTES:  # no harness record is anywhere near this
-                            self._kill(pid, result, "channel")
-                            del pending[:]
-                    else:
-                        totals[fd] += len(data)
-                        room = spec.output_cap - len(bufs[fd])
-                        if room > 0:
-                            bufs[fd] += data[:room]
-                        if totals[fd] > spec.output_cap and result.killed is None and not exited:
-                            self._kill(pid, result, "output")
-                if not exited:
-                    done, status, usage = _try_reap(pid)
-                    if done:
-                        exited, result.status, rusage = True, status, usage
-                        self.kill_leftovers(pid)
-                        cleanup_deadline = time.monotonic() + 1.0
+                    elif totals[fd] > spec.output_cap and result.killed is None:
+                        self._kill(pid, result, "output")
+                done, status, usage = _try_reap(pid)
+                if done:
+                    exited, result.status, rusage = True, status, usage
         finally:
             if pidfd is not None:
                 os.close(pidfd)
-            if not exited:
-                self._kill(pid, result, result.killed or "timeout")
-                _, result.status, rusage = os.wait4(pid, 0)
+            if finished and not exited:
+                self._unreaped.append(pid)  # reaped by finish(), after the reply
+            else:
+                if not exited:
+                    self._kill(pid, result, result.killed or "timeout")
+                    _, result.status, rusage = os.wait4(pid, 0)
                 self.kill_leftovers(pid)
-        if pending:
-            self._consume(pending + b"\n", nonce, result, spec, deadline)
+        # The pipes hold all the job wrote before its final record (and, if it is dead, all
+        # there will ever be). Output written later, by a leftover process, does not count.
+        for fd, buf in outputs.items():
+            for _ in range(64):  # bounded: a leftover daemon may still be writing
+                if not (_ready(fd) and _read_output(fd, buf, totals, spec.output_cap)):
+                    break
+        reader.drain(final=True)
+        if reader.overflowed and result.killed is None:
+            result.killed = "channel"
         if rusage is not None:
             result.cpu_time_s = rusage.ru_utime + rusage.ru_stime
             result.max_rss_kb = rusage.ru_maxrss
-        result.stdout, result.stderr = bytes(bufs[out_r]), bytes(bufs[err_r])
+        if result.killed is None and max(totals.values()) > spec.output_cap:
+            result.killed = "output"
+        result.stdout, result.stderr = bytes(outputs[out_r]), bytes(outputs[err_r])
         result.stdout_total, result.stderr_total = totals[out_r], totals[err_r]
         if not result.ready and result.infra_error is None:
             result.infra_error = _describe_start_failure(result)
         return result
 
-    def _consume(self, pending: bytearray, nonce: str, result: RunResult, spec: RunSpec, deadline: float) -> float:
-        while True:
-            end = pending.find(b"\n")
-            if end < 0:
-                return deadline
-            line = bytes(pending[:end])
-            del pending[: end + 1]
-            record = P.parse_record(line, nonce)
-            if record is None:
-                continue
-            kind, index, flag, payload = record
-            now = time.monotonic()
-            if not result.ready:
-                if kind == P.REC_READY:
-                    result.ready = True
-                    result.active = spec.indices[0] if spec.mode == "io" else "program"
-                    deadline = now + spec.timeout_s
-                elif kind == "infra":
-                    result.infra_error = str(payload.get("error", "job process set-up failed"))[:4000]
-                continue  # nothing before READY counts (and nothing can come from the program)
-            if kind == "infra" or kind == P.REC_READY:
-                continue  # only meaningful before READY: anything later may be forged
-            result.records.append(record)
-            if kind == P.REC_BEGIN:
-                result.active = index
-            elif kind == P.REC_PROGRAM:
-                result.active = "setup"
-            elif kind == P.REC_END:
-                result.active = "done"
-                deadline = now + EXIT_GRACE_S
-                continue
-            elif spec.mode == "assert":
-                result.active = "harness"
-            deadline = now + spec.timeout_s
-        # unreachable
-
-    def _kill(self, pid: int, result: RunResult, reason: str) -> None:
-        if result.killed is None:
+    def _kill(self, pid: int, result: RunResult | None, reason: str) -> None:
+        if result is not None and result.killed is None:
             result.killed = reason
         for target in (lambda: REAL.killpg(pid, signal.SIGKILL), lambda: REAL.kill(pid, signal.SIGKILL)):
             try:
@@ -268,6 +354,28 @@ class Supervisor:
             if not _reap_all():
                 return
             time.sleep(0.001)
+
+
+def _read_output(fd: int, buf: bytearray, totals: dict[int, int], cap: int) -> bool:
+    """Read what is available on ``fd``, keeping at most ``cap`` bytes; False at end of file."""
+    try:
+        data = os.read(fd, 1 << 16)
+    except OSError:
+        return False
+    if not data:
+        return False
+    totals[fd] += len(data)
+    room = cap - len(buf)
+    if room > 0:
+        buf += data[:room]
+    return True
+
+
+def _ready(fd: int) -> bool:
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
 
 
 def _child_main(spec: RunSpec, nonce: str, res_w: int) -> None:  # pragma: no cover - in the child
