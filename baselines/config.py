@@ -84,6 +84,8 @@ class GenerationSettings:
     backend: Literal["transformers", "vllm"] = "transformers"
     #: max sequences per generate() call (0 = all at once)
     max_batch_size: int = 0
+    #: vLLM backend: GPU memory fraction for its engines
+    vllm_gpu_memory_utilization: float = 0.4
 
 
 @dataclass
@@ -118,7 +120,7 @@ class RolloutConfig:
 class OptimConfig:
     """Optimizer and update loop: one AdamW per trained parameter set."""
 
-    lr: float = 2e-3
+    lr: float = 3e-3
     #: per-agent learning rates, e.g. {"speaker": 1e-3}; agents sharing parameters must agree
     agent_lr: dict[str, float] = field(default_factory=dict)
     betas: tuple[float, float] = (0.9, 0.999)
@@ -129,7 +131,7 @@ class OptimConfig:
     minibatch_size: int = 0
     skip_nonfinite: bool = True
     #: entropy bonus: the trainer minimizes loss - entropy_coef * (token-mean entropy); 0 = off
-    entropy_coef: float = 0.0
+    entropy_coef: float = 0.01
     #: recompute pi_old with a training-mode forward pass (else the sampler's log-probs)
     recompute_old_logprobs: bool = False
 
@@ -156,7 +158,7 @@ class TrainConfig:
     """Everything one training run needs. The defaults ARE the embedded default run."""
 
     scheme: str = "grpo"
-    steps: int = 60
+    steps: int = 120
     seed: int = 0
     device: str = "cpu"
     #: stop early once the mean reward of the last 3 steps reaches this (None = never)

@@ -26,11 +26,15 @@ def plot_run(records: list[dict[str, Any]], path: str | Path, *, title: str = ""
     ax_r.set_ylabel("joint reward")
     ax_r.legend()
     agents = sorted({k.split("/")[1] for r in records for k in r if k.startswith("agent/") and k.endswith("/grad_norm")})
+    positive = False
     for agent in agents:
-        ax_g.plot(steps, [r.get(f"agent/{agent}/grad_norm") for r in records], label=agent)
+        norms = [r.get(f"agent/{agent}/grad_norm") for r in records]
+        positive |= any(n is not None and n > 0 for n in norms)
+        ax_g.plot(steps, norms, label=agent)
     ax_g.set_xlabel("optimizer step")
     ax_g.set_ylabel("gradient norm (before clipping)")
-    ax_g.set_yscale("log")
+    if positive:
+        ax_g.set_yscale("log")
     if agents:
         ax_g.legend()
     fig.suptitle(title)

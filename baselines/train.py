@@ -59,7 +59,7 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)  # key=value overrides may come anywhere
     from baselines.trainer import Trainer  # heavy imports after argument errors
 
     if args.resume:

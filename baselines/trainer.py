@@ -76,7 +76,7 @@ def env_texts(env: Any, module: Any, n_episodes: int = 32, seed: int = 0) -> lis
     return texts
 
 
-def chance_reward(env: Any, module: Any, n_episodes: int = 200, seed: int = 10**6) -> float:
+def chance_reward(env: Any, module: Any, n_episodes: int = 1000, seed: int = 10**6) -> float:
     """Mean episode return of the env's scripted random policy (the "chance" level)."""
     rng = np.random.default_rng(seed)
     total = 0.0
@@ -157,7 +157,7 @@ class Trainer:
         if g.backend == "vllm":
             from baselines.generation.vllm_backend import VLLMBackend  # optional dependency
 
-            return VLLMBackend(self.team, self.gen_config)
+            return VLLMBackend(self.team, self.gen_config, gpu_memory_utilization=g.vllm_gpu_memory_utilization)
         return TransformersBackend(self.team, self.gen_config, max_batch_size=g.max_batch_size or None)
 
     def _make_param_sets(self) -> list[ParamSet]:
@@ -200,6 +200,7 @@ class Trainer:
         table = result.table
         adv = compute_advantages(table, self.config.scheme, self.config.advantage)
         update = self.update(table, adv)
+        self.backend.sync_weights()  # no-op for transformers; pushes weights into vLLM engines
         t2 = time.perf_counter()
         self.step += 1
         metrics = self._step_metrics(result, adv, update)

@@ -235,7 +235,7 @@ def test_joint_tree_structure_and_return_to_go(namer_dir):
         for i in np.flatnonzero(rows):
             nodes.setdefault(int(table.node[i]), []).append(i)
         assert len(nodes) == n_nodes
-        for node, idx in nodes.items():
+        for idx in nodes.values():
             assert sorted(table.agent[idx].tolist()) == ["listener", "speaker"]  # joint action = both agents
             assert len({table.reward[i] for i in idx}) == 1
         # siblings: g children per branching node, grouped by the parent state id
@@ -245,19 +245,21 @@ def test_joint_tree_structure_and_return_to_go(namer_dir):
             depth = table.depth[nodes[children[0]][0]]
             assert len(children) == (g if depth < 2 else 1)
         # return-to-go by hand: R = r + gamma * mean(children R)
-        def ret(node):
-            i = nodes[node][0]
-            kids = [n for n, idx in nodes.items() if table.parent[idx[0]] == node]
-            return table.reward[i] + (gamma * np.mean([ret(c) for c in kids]) if kids else 0.0)
-
         for node, idx in nodes.items():
-            assert np.allclose(table.return_to_go[idx], ret(node))
+            assert np.allclose(table.return_to_go[idx], _return_by_hand(table, nodes, node, gamma))
     assert np.allclose(table.return_to_go, magrpo_returns(table, gamma))
     # leaves are full episodes: g^2 root-to-leaf paths per task
     assert len(result.returns) == 2 * g * g
     adv = compute_advantages(table, "magrpo")
     sizes = np.bincount(adv.groups)
     assert set(sizes.tolist()) == {1, g}  # g siblings per agent per branching node; chains are singletons
+
+
+def _return_by_hand(table, nodes: dict, node: int, gamma: float) -> float:
+    """R(node) = r(node) + gamma * mean(R(children)), recursively over the node dict."""
+    kids = [n for n, idx in nodes.items() if table.parent[idx[0]] == node]
+    r = table.reward[nodes[node][0]]
+    return r + (gamma * np.mean([_return_by_hand(table, nodes, c, gamma) for c in kids]) if kids else 0.0)
 
 
 # ---------------------------------------------------------------------------------- MARS2
