@@ -66,6 +66,9 @@ class ModelConfig:
     tiny_hidden_size: int = 64
     tiny_layers: int = 2
     tiny_heads: int = 4
+    tiny_init_std: float = 0.02
+    #: restrict every agent's output tokens to these words (+ EOS): an action mask for text
+    restrict_to_words: list[str] | None = None
     lora_r: int = 8
     lora_alpha: int = 16
     dtype: str = "float32"

@@ -44,6 +44,7 @@ from baselines.generation import GenerationConfig, TransformersBackend
 from baselines.loss import policy_loss
 from baselines.metrics import MetricsLogger, read_jsonl
 from baselines.policies import PolicyKey, Team, TeamConfig, build_tiny_model
+from baselines.policies.vocab_mask import restrict_vocabulary, word_token_ids
 from baselines.samples import SampleTable
 
 
@@ -98,12 +99,19 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
         extra = [str(w) for w in config.env.kwargs.get("words", ())]
         build_tiny_model(tiny_dir, texts=texts, tokenizer=config.model.tokenizer, extra_words=extra,
                          hidden_size=config.model.tiny_hidden_size, num_layers=config.model.tiny_layers,
-                         num_heads=config.model.tiny_heads, seed=config.seed)
+                         num_heads=config.model.tiny_heads, seed=config.seed,
+                         init_std=config.model.tiny_init_std)
         path = str(tiny_dir)
     team_config = TeamConfig(mode=config.model.sharing, model=path, lora_r=config.model.lora_r,
                              lora_alpha=config.model.lora_alpha, dtype=config.model.dtype, device=config.device,
                              reference=config.loss.kl_coef > 0)
-    return Team.from_config(team_config, agents)
+    team = Team.from_config(team_config, agents)
+    if config.model.restrict_to_words:
+        for key in team.policy_keys():
+            agent = team.agents_of(key)[0]
+            allowed = word_token_ids(team.tokenizer(agent), config.model.restrict_to_words)
+            restrict_vocabulary(team.base_model(key), allowed)
+    return team
 
 
 def default_run_dir(config: TrainConfig) -> Path:

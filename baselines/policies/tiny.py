@@ -139,8 +139,12 @@ def tiny_config(
     num_layers: int = 2,
     num_heads: int = 4,
     max_position_embeddings: int = 4096,
+    init_std: float = 0.02,
 ) -> Qwen2Config | LlamaConfig:
-    """A small decoder config whose vocabulary and special ids match ``tokenizer``."""
+    """A small decoder config whose vocabulary and special ids match ``tokenizer``.
+
+    ``init_std`` is the weights' initialization std (transformers' ``initializer_range``).
+    """
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size {hidden_size} must be divisible by num_heads {num_heads}")
     common = dict(
@@ -155,6 +159,7 @@ def tiny_config(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=True,
+        initializer_range=init_std,
     )
     if arch == "qwen2":
         return Qwen2Config(**common)
@@ -175,6 +180,7 @@ def build_tiny_model(
     seed: int = 0,
     extra_words: Iterable[str] = (),
     bpe_vocab_size: int = 512,
+    init_std: float = 0.02,
 ) -> Path:
     """Build a tiny random-weight causal LM with a local tokenizer and save it to ``path``.
 
@@ -183,7 +189,9 @@ def build_tiny_model(
     """
     path = Path(path)
     tok = build_tokenizer(texts, kind=tokenizer, extra_words=extra_words, bpe_vocab_size=bpe_vocab_size)
-    config = tiny_config(arch, tok, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads)
+    config = tiny_config(
+        arch, tok, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, init_std=init_std
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config)

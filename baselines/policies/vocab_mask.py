@@ -1,0 +1,47 @@
+"""Restricting a policy's output to a set of words: an action mask for text actions.
+
+Tasks with a small set of meaningful answers (the signal game's candidate words) can have
+the policy's next-token distribution restricted to those words and EOS, the text analogue
+of PettingZoo's action masks. The mask is a forward hook on the model's output layer, so
+sampling and the training forward see exactly the same distribution (the importance ratio
+stays exact). Masked logits get a large negative value rather than ``-inf`` so entropies
+stay finite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+MASKED_LOGIT = -1e9
+
+
+def word_token_ids(tokenizer, words: Iterable[str]) -> list[int]:
+    """Ids of every single-token spelling of ``words`` (``"cat"`` and ``" cat"``) plus EOS."""
+    ids = {tokenizer.eos_token_id}
+    for word in words:
+        for spelling in (word, " " + word):
+            pieces = tokenizer.encode(spelling, add_special_tokens=False)
+            if len(pieces) == 1:
+                ids.add(pieces[0])
+        if not any(len(tokenizer.encode(s, add_special_tokens=False)) == 1 for s in (word, " " + word)):
+            raise ValueError(f"{word!r} is not a single token of this tokenizer; it cannot be unmasked")
+    return sorted(ids)
+
+
+def restrict_vocabulary(model: nn.Module, allowed_ids: Iterable[int]) -> RemovableHandle:
+    """Mask every output token of ``model`` except ``allowed_ids``; returns the hook handle."""
+    head = model.get_output_embeddings()
+    allowed = torch.tensor(sorted(set(allowed_ids)), dtype=torch.long)
+    if allowed.numel() == 0:
+        raise ValueError("restrict_vocabulary needs at least one allowed token")
+    bias = torch.full((head.weight.shape[0],), MASKED_LOGIT)
+    bias[allowed] = 0.0
+
+    def add_mask(module: nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor:
+        return output + bias.to(device=output.device, dtype=output.dtype)
+
+    return head.register_forward_hook(add_mask)
