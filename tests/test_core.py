@@ -186,3 +186,24 @@ def test_state_includes_hidden_information():
     env = signal_game_v0.env()
     env.reset(seed=0)
     assert f"target: {env.unwrapped.target}" in env.state()
+
+
+def test_bare_text_observation_fails_api_test_but_dict_passes():
+    """Why observations are ``Dict({"text": ...})``: PettingZoo's api_test rejects a bare Text space."""
+    import warnings
+
+    from pettingzoo.test import api_test
+
+    class BareText(signal_game_v0.raw_env):
+        def __init__(self):
+            super().__init__()
+            self.observation_spaces = {a: FreeText(self.max_observation_chars) for a in self.possible_agents}
+
+        def observe(self, agent):
+            return super().observe(agent)["text"]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(AttributeError, match="dtype"):
+            api_test(BareText(), num_cycles=5)
+        api_test(signal_game_v0.raw_env(), num_cycles=5)
