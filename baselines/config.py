@@ -67,6 +67,10 @@ class ModelConfig:
     tiny_layers: int = 2
     tiny_heads: int = 4
     tiny_init_std: float = 0.02
+    #: std of the tiny model's input embedding / untied output layer (None = tiny_init_std)
+    tiny_embed_std: float | None = None
+    tiny_head_std: float | None = None
+    tiny_tie_embeddings: bool = True
     #: restrict every agent's output tokens to these words (+ EOS): an action mask for text
     restrict_to_words: list[str] | None = None
     lora_r: int = 8

@@ -140,10 +140,12 @@ def tiny_config(
     num_heads: int = 4,
     max_position_embeddings: int = 4096,
     init_std: float = 0.02,
+    tie_embeddings: bool = True,
 ) -> Qwen2Config | LlamaConfig:
     """A small decoder config whose vocabulary and special ids match ``tokenizer``.
 
-    ``init_std`` is the weights' initialization std (transformers' ``initializer_range``).
+    ``init_std`` is the weights' initialization std (transformers' ``initializer_range``);
+    ``tie_embeddings`` shares the input embedding and the output layer.
     """
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size {hidden_size} must be divisible by num_heads {num_heads}")
@@ -158,7 +160,7 @@ def tiny_config(
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_embeddings,
         initializer_range=init_std,
     )
     if arch == "qwen2":
@@ -181,20 +183,40 @@ def build_tiny_model(
     extra_words: Iterable[str] = (),
     bpe_vocab_size: int = 512,
     init_std: float = 0.02,
+    embed_std: float | None = None,
+    head_std: float | None = None,
+    tie_embeddings: bool = True,
 ) -> Path:
     """Build a tiny random-weight causal LM with a local tokenizer and save it to ``path``.
+
+    Initialization: every weight ~ N(0, ``init_std``), except the input embedding
+    (``embed_std``) and, when ``tie_embeddings`` is False, the output layer (``head_std``);
+    None means ``init_std``. Large embeddings with a small untied output layer give a model
+    whose hidden state depends strongly on its prompt while its next-token distribution is
+    still close to uniform (what RL from scratch needs to break symmetric starts).
 
     Returns ``path``; load it with ``AutoTokenizer.from_pretrained(path)`` and
     ``AutoModelForCausalLM.from_pretrained(path)`` (no network involved).
     """
+    if head_std is not None and tie_embeddings and head_std != (embed_std if embed_std is not None else init_std):
+        raise ValueError("head_std differs from the embedding's std but tie_embeddings=True shares them")
     path = Path(path)
     tok = build_tokenizer(texts, kind=tokenizer, extra_words=extra_words, bpe_vocab_size=bpe_vocab_size)
     config = tiny_config(
-        arch, tok, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, init_std=init_std
+        arch, tok, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, init_std=init_std,
+        tie_embeddings=tie_embeddings,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config)
+        with torch.no_grad():
+            if embed_std is not None:
+                embedding = model.get_input_embeddings()
+                embedding.weight.normal_(0.0, embed_std)
+                if embedding.padding_idx is not None:
+                    embedding.weight[embedding.padding_idx].zero_()
+            if head_std is not None and not tie_embeddings:
+                model.get_output_embeddings().weight.normal_(0.0, head_std)
     model.generation_config = GenerationConfig(
         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
     )

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def steps_per_second(env: Any, policy: Callable[[Any, str], Any], steps: int) -> float:
