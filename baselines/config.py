@@ -70,6 +70,8 @@ class ModelConfig:
     #: std of the tiny model's input embedding / untied output layer (None = tiny_init_std)
     tiny_embed_std: float | None = None
     tiny_head_std: float | None = None
+    #: std of the tiny model's attention query/key projections (None = tiny_init_std)
+    tiny_qk_std: float | None = None
     tiny_tie_embeddings: bool = True
     #: restrict every agent's output tokens to these words (+ EOS): an action mask for text
     restrict_to_words: list[str] | None = None

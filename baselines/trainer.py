@@ -101,7 +101,8 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
                          hidden_size=config.model.tiny_hidden_size, num_layers=config.model.tiny_layers,
                          num_heads=config.model.tiny_heads, seed=config.seed,
                          init_std=config.model.tiny_init_std, embed_std=config.model.tiny_embed_std,
-                         head_std=config.model.tiny_head_std, tie_embeddings=config.model.tiny_tie_embeddings)
+                         head_std=config.model.tiny_head_std, qk_std=config.model.tiny_qk_std,
+                         tie_embeddings=config.model.tiny_tie_embeddings)
         path = str(tiny_dir)
     team_config = TeamConfig(mode=config.model.sharing, model=path, lora_r=config.model.lora_r,
                              lora_alpha=config.model.lora_alpha, dtype=config.model.dtype, device=config.device,

@@ -185,15 +185,16 @@ def build_tiny_model(
     init_std: float = 0.02,
     embed_std: float | None = None,
     head_std: float | None = None,
+    qk_std: float | None = None,
     tie_embeddings: bool = True,
 ) -> Path:
     """Build a tiny random-weight causal LM with a local tokenizer and save it to ``path``.
 
     Initialization: every weight ~ N(0, ``init_std``), except the input embedding
-    (``embed_std``) and, when ``tie_embeddings`` is False, the output layer (``head_std``);
-    None means ``init_std``. Large embeddings with a small untied output layer give a model
-    whose hidden state depends strongly on its prompt while its next-token distribution is
-    still close to uniform (what RL from scratch needs to break symmetric starts).
+    (``embed_std``), the attention query/key projections (``qk_std``; small values give
+    near-uniform attention at init) and, when ``tie_embeddings`` is False, the output layer
+    (``head_std``); None means ``init_std``. These knobs set how strongly the initial
+    next-token distribution depends on the prompt (docs/training.md, "Measured results").
 
     Returns ``path``; load it with ``AutoTokenizer.from_pretrained(path)`` and
     ``AutoModelForCausalLM.from_pretrained(path)`` (no network involved).
@@ -215,6 +216,10 @@ def build_tiny_model(
                 embedding.weight.normal_(0.0, embed_std)
                 if embedding.padding_idx is not None:
                     embedding.weight[embedding.padding_idx].zero_()
+            if qk_std is not None:
+                for name, module in model.named_modules():
+                    if name.endswith(("q_proj", "k_proj")):
+                        module.weight.normal_(0.0, qk_std)
             if head_std is not None and not tie_embeddings:
                 model.get_output_embeddings().weight.normal_(0.0, head_std)
     model.generation_config = GenerationConfig(

@@ -1,19 +1,64 @@
-"""The embedded default run learns: a tiny model trained from random init by pure RL on the signal game.
+"""Learning checks on the signal game: the trainer really learns, and the default run's status.
 
-This is ``python -m baselines.train`` with no arguments (same config), minus the plot: the
-joint reward must climb from near zero to >= 0.9 on held-out seeds.
+``test_trainer_learns_against_a_scripted_partner`` is the trainer's end-to-end sanity check:
+the speaker's actions are replaced by the env's scripted best play (its rows carry no
+completion tokens, so they are not trained), and the tiny model, from random init, must
+learn the listener's task (echo the message) by pure RL. If this fails, the bug is in the
+rollout / advantages / loss / optimizer, not in the game's coordination problem.
+
+``test_default_run_learns_the_signal_game`` is ``python -m baselines.train`` with no
+arguments (same config), minus the plot: the joint reward must climb to >= 0.9 on held-out
+seeds. It is an expected failure for now (docs/training.md, "Measured results").
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from baselines.config import TrainConfig
 from baselines.trainer import Trainer
 
 
+class ScriptedAgent:
+    """A generation backend whose ``agent`` plays the signal game's scripted best policy.
+
+    The scripted outputs have no completion tokens (the trainer skips such rows); every
+    other agent is sampled by ``backend`` as usual.
+    """
+
+    def __init__(self, backend, agent: str) -> None:
+        self.backend, self.agent = backend, agent
+
+    def __getattr__(self, name: str):
+        return getattr(self.backend, name)
+
+    def generate(self, requests, config=None):
+        outputs = self.backend.generate(requests, config)
+        key = "target:" if self.agent == "speaker" else "message:"
+        for i, (request, out) in enumerate(zip(requests, outputs)):
+            if request.agent == self.agent:
+                last = request.messages[-1]["content"].rsplit("candidates:", 1)[-1]
+                answer = last.split(key, 1)[1].split("\n", 1)[0].strip()
+                outputs[i] = dataclasses.replace(out, completion_ids=[], logprobs=[], text=answer)
+        return outputs
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="measured: the default run ends near chance (0.23-0.25) in 120 steps; "
+def test_trainer_learns_against_a_scripted_partner(tmp_path):
+    config = TrainConfig(steps=45)
+    config.model.restrict_to_words = list(config.env.kwargs["words"])
+    trainer = Trainer(config, tmp_path)
+    trainer.backend = ScriptedAgent(trainer.backend, "speaker")
+    rewards = [trainer.train_step()["reward"] for _ in range(config.steps)]
+    assert np.mean(rewards[:3]) < 0.35, rewards  # the listener starts near chance (0.25)
+    assert np.mean(rewards[-5:]) >= 0.8, rewards
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="measured: the default run ends near chance (0.23-0.29) in 120-400 steps; "
                    "the speaker/listener pair sits at the coordination saddle -- see docs/training.md")
 def test_default_run_learns_the_signal_game(tmp_path):
     config = TrainConfig()
