@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from llm_marl_envs.data.jsonl import iter_jsonl
+
 STR_COLUMNS = ("task", "agent", "group")
 INT_COLUMNS = ("episode", "branch", "turn", "node", "parent", "depth")
 FLOAT_COLUMNS = ("reward", "return_to_go", "local_reward", "tool_reward", "credit")
@@ -306,18 +308,11 @@ class SampleTable:
     @classmethod
     def from_jsonl(cls, path: str | Path) -> SampleTable:
         rows = []
-        with open(path, encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path}:{line_no}: invalid JSON: {err}") from None
-                for name in NAN_ALLOWED:
-                    if rec.get(name, 0.0) is None:
-                        rec[name] = math.nan
-                rows.append(rec)
+        for _, rec in iter_jsonl(path):
+            for name in NAN_ALLOWED:
+                if rec.get(name, 0.0) is None:
+                    rec[name] = math.nan
+            rows.append(rec)
         return cls.from_rows(rows)
 
 

@@ -21,17 +21,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.rollout.base import EnvPool, RolloutResult, Task, reset_copies
+from baselines.rollout.base import EnvPool, RolloutResult, Task
 from baselines.rollout.common import (
     Generator,
-    GenStats,
     Slot,
     episode_return,
     infra_excluded,
-    play_lockstep,
     step_components,
 )
-from baselines.rollout.episodes import episode_rows
+from baselines.rollout.episodes import episode_rows, play_task_groups
 from baselines.samples import Row, SampleTable
 
 #: node ids of episode g of a flat tree are g * _NODE_STRIDE + step
@@ -53,13 +51,7 @@ def sample_env_tree(
     max_steps: int = 1000,
 ) -> RolloutResult:
     """One tree per episode, ``group_size`` episodes (trees) per task."""
-    slots = [
-        Slot(env=env, task=task.id, episode=g, branch=g)
-        for task in tasks
-        for g, env in enumerate(reset_copies(pool, task, group_size))
-    ]
-    stats = GenStats()
-    play_lockstep(slots, backend, stats, max_steps=max_steps)
+    slots, stats = play_task_groups(pool, tasks, backend, group_size=group_size, max_steps=max_steps)
     dropped = [s for s in slots if infra_excluded(s.env)]
     slots = [s for s in slots if not infra_excluded(s.env)]
     if slots and has_search_tree(slots[0].env):

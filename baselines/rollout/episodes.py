@@ -49,6 +49,19 @@ def sample_episodes(
     max_steps: int = 1000,
 ) -> RolloutResult:
     """Play ``group_size`` episodes of every task; rows as described in the module docstring."""
+    slots, stats = play_task_groups(pool, tasks, backend, group_size=group_size, max_steps=max_steps)
+    kept = [s for s in slots if not infra_excluded(s.env)]
+    rows = [row for slot in kept for row in episode_rows(
+        slot, with_credit=with_credit, credit_method=credit_method, credit_mode=credit_mode,
+        tool_reward_key=tool_reward_key)]
+    return RolloutResult(SampleTable.from_rows(rows), [episode_return(s.env) for s in kept], stats,
+                         info={"infra_excluded_episodes": len(slots) - len(kept)})
+
+
+def play_task_groups(
+    pool: EnvPool, tasks: Sequence[Task], backend: Generator, *, group_size: int, max_steps: int = 1000
+) -> tuple[list[Slot], GenStats]:
+    """Reset ``group_size`` copies of every task and play them all to the end, in lock-step."""
     slots = [
         Slot(env=env, task=task.id, episode=g, branch=g)
         for task in tasks
@@ -56,12 +69,7 @@ def sample_episodes(
     ]
     stats = GenStats()
     play_lockstep(slots, backend, stats, max_steps=max_steps)
-    kept = [s for s in slots if not infra_excluded(s.env)]
-    rows = [row for slot in kept for row in episode_rows(
-        slot, with_credit=with_credit, credit_method=credit_method, credit_mode=credit_mode,
-        tool_reward_key=tool_reward_key)]
-    return RolloutResult(SampleTable.from_rows(rows), [episode_return(s.env) for s in kept], stats,
-                         info={"infra_excluded_episodes": len(slots) - len(kept)})
+    return slots, stats
 
 
 def episode_rows(

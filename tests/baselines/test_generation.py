@@ -7,36 +7,17 @@ import pytest
 import torch
 
 from baselines.generation import GenerationConfig, GenOutput, GenRequest, TransformersBackend
-from baselines.policies import Team, TeamConfig, build_tiny_model
-from baselines.policies.corpus import signal_game_texts
+from baselines.policies import Team, TeamConfig
 from llm_marl_envs.toy import signal_game_v0
+from tests.baselines.conftest import chat
 
 AGENTS = ["speaker", "listener"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Tiny models run fastest on one thread, and the test machine's cores are shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
-@pytest.fixture(scope="module")
-def paths(tmp_path_factory):
-    texts = signal_game_texts(episodes=8)
-    root = tmp_path_factory.mktemp("generation")
-    return {
-        "word": str(build_tiny_model(root / "word", texts=texts, seed=0)),
-        "bpe": str(
-            build_tiny_model(root / "bpe", texts=texts, tokenizer="bpe", arch="llama", hidden_size=48, seed=1)
-        ),
-    }
 
 
-def chat(user: str, role: str = "speaker") -> list[dict[str, str]]:
-    return [{"role": "system", "content": f"You are the {role}."}, {"role": "user", "content": user}]
 
 
 USERS = [
@@ -61,8 +42,8 @@ def assert_logprobs_recomputed(team: Team, outs: list[GenOutput], temperature: f
 
 
 @pytest.mark.parametrize("mode", ["shared", "lora"])
-def test_sampling_logprobs_match_recomputation(paths, mode):
-    team = Team.from_config(TeamConfig(mode=mode, model=paths["word"]), AGENTS)
+def test_sampling_logprobs_match_recomputation(tiny_paths, mode):
+    team = Team.from_config(TeamConfig(mode=mode, model=tiny_paths["word"]), AGENTS)
     if mode == "lora":  # make the two adapters differ
         with torch.no_grad():
             for n, p in team.trainable_parameters("listener").items():
@@ -82,8 +63,8 @@ def test_sampling_logprobs_match_recomputation(paths, mode):
     assert_logprobs_recomputed(team, backend.generate(reqs, cold), 0.7)
 
 
-def test_one_generate_call_per_policy(paths):
-    team = Team.from_config(TeamConfig(mode="lora", model=paths["word"]), AGENTS)
+def test_one_generate_call_per_policy(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="lora", model=tiny_paths["word"]), AGENTS)
     model = team.model("speaker")
     calls: list[int] = []
     real_generate = model.generate
@@ -105,8 +86,8 @@ def test_one_generate_call_per_policy(paths):
     assert calls == [4, 4, 4]
 
 
-def test_mixed_adapter_batch_matches_per_adapter_calls(paths):
-    team = Team.from_config(TeamConfig(mode="lora", model=paths["word"]), AGENTS)
+def test_mixed_adapter_batch_matches_per_adapter_calls(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="lora", model=tiny_paths["word"]), AGENTS)
     with torch.no_grad():
         for n, p in team.trainable_parameters("listener").items():
             if "lora_B" in n:
@@ -124,8 +105,8 @@ def test_mixed_adapter_batch_matches_per_adapter_calls(paths):
     assert_logprobs_recomputed(team, mixed, 1.0)
 
 
-def test_batch_composition_does_not_change_results(paths):
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+def test_batch_composition_does_not_change_results(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     backend = TransformersBackend(team, GenerationConfig(max_new_tokens=10, temperature=0))
     reqs = requests()
     together = backend.generate(reqs)
@@ -136,8 +117,8 @@ def test_batch_composition_does_not_change_results(paths):
     assert_logprobs_recomputed(team, together, 1.0)
 
 
-def test_seeded_sampling_is_reproducible(paths):
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+def test_seeded_sampling_is_reproducible(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     cfg = GenerationConfig(max_new_tokens=10, seed=7)
     a = [o.completion_ids for o in TransformersBackend(team, cfg).generate(requests())]
     b = [o.completion_ids for o in TransformersBackend(team, cfg).generate(requests())]
@@ -148,9 +129,9 @@ def test_seeded_sampling_is_reproducible(paths):
     assert a == b and a != c
 
 
-def test_completion_stops_at_eos(paths):
+def test_completion_stops_at_eos(tiny_paths):
     """Teach the model to answer prompt 0 with " cat</s>" and prompt 1 with a long run without EOS."""
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     tok = team.tokenizer("speaker")
     prompts = [team.encode_prompt("speaker", chat(u)) for u in USERS[:2]]
     cat = tok(" cat", add_special_tokens=False)["input_ids"]
@@ -170,17 +151,17 @@ def test_completion_stops_at_eos(paths):
     assert_logprobs_recomputed(team, [stop, length], 1.0)
 
 
-def test_heterogeneous_team_generation(paths):
-    cfg = TeamConfig(mode="separate", models={"speaker": paths["word"], "listener": paths["bpe"]})
+def test_heterogeneous_team_generation(tiny_paths):
+    cfg = TeamConfig(mode="separate", models={"speaker": tiny_paths["word"], "listener": tiny_paths["bpe"]})
     team = Team.from_config(cfg, AGENTS)
     outs = TransformersBackend(team, GenerationConfig(max_new_tokens=8, seed=0)).generate(requests())
     assert {o.policy for o in outs} == {"speaker", "listener"}
     assert_logprobs_recomputed(team, outs, 1.0)
 
 
-def test_plays_the_signal_game(paths):
+def test_plays_the_signal_game(tiny_paths):
     """Real env prompts in, completions out, through the PettingZoo AEC loop."""
-    team = Team.from_config(TeamConfig(mode="lora", model=paths["word"]), AGENTS)
+    team = Team.from_config(TeamConfig(mode="lora", model=tiny_paths["word"]), AGENTS)
     backend = TransformersBackend(team, GenerationConfig(max_new_tokens=6, seed=0))
     env = signal_game_v0.env(n_rounds=2)
     env.reset(seed=0)
@@ -196,8 +177,8 @@ def test_plays_the_signal_game(paths):
     assert steps == 4 and len(env.unwrapped.record.steps) == 4
 
 
-def test_bad_requests(paths):
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+def test_bad_requests(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     backend = TransformersBackend(team, GenerationConfig(max_new_tokens=2, max_prompt_tokens=8))
     assert backend.generate([]) == []
     with pytest.raises(ValueError, match="max_prompt_tokens"):
@@ -214,8 +195,8 @@ def test_bad_requests(paths):
         GenerationConfig(top_p=0)
 
 
-def test_length_buckets(paths):
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+def test_length_buckets(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     model = team.model("speaker")
     calls: list[int] = []
     real_generate = model.generate

@@ -5,35 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from baselines.policies import PolicyKey, Team, TeamConfig, build_tiny_model
-from baselines.policies.corpus import signal_game_texts
+from baselines.policies import PolicyKey, Team, TeamConfig
+from tests.baselines.conftest import chat
 
 AGENTS = ["speaker", "listener"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Tiny models run fastest on one thread, and the test machine's cores are shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
-@pytest.fixture(scope="module")
-def paths(tmp_path_factory):
-    texts = signal_game_texts(episodes=8)
-    root = tmp_path_factory.mktemp("policies")
-    return {
-        "word": str(build_tiny_model(root / "word", texts=texts, seed=0)),
-        "bpe": str(
-            build_tiny_model(root / "bpe", texts=texts, tokenizer="bpe", arch="llama", hidden_size=48, seed=1)
-        ),
-    }
 
 
-def chat(user: str, role: str = "speaker") -> list[dict[str, str]]:
-    return [{"role": "system", "content": f"You are the {role}."}, {"role": "user", "content": user}]
 
 
 def batch(team: Team, agent: str = "speaker"):
@@ -51,8 +32,8 @@ def batch(team: Team, agent: str = "speaker"):
     return prompts, completions
 
 
-def test_shared_mode(paths):
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+def test_shared_mode(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     assert team.policy_key("speaker") == team.policy_key("listener") == PolicyKey("shared")
     assert team.tokenizer("speaker") is team.tokenizer("listener")
     params = team.trainable_parameters("speaker")
@@ -62,8 +43,8 @@ def test_shared_mode(paths):
         team.policy_key("judge")
 
 
-def test_logprobs_independent_of_batch_and_padding(paths):
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+def test_logprobs_independent_of_batch_and_padding(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     prompts, completions = batch(team)
     together, ents = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True)
     assert [len(x) for x in together] == [len(c) for c in completions]
@@ -89,8 +70,8 @@ def test_logprobs_independent_of_batch_and_padding(paths):
     assert not torch.allclose(hot[0], together[0])
 
 
-def test_gradients_flow_and_training_changes_the_policy(paths):
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+def test_gradients_flow_and_training_changes_the_policy(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     prompts, completions = batch(team)
     params = team.trainable_parameters("speaker")
     logps, _ = team.sequence_logprobs("speaker", prompts[:2], completions[:2])
@@ -108,8 +89,8 @@ def test_gradients_flow_and_training_changes_the_policy(paths):
     assert after > before + 1.0
 
 
-def test_lora_mode(paths):
-    team = Team.from_config(TeamConfig(mode="lora", model=paths["word"], lora_r=4, reference=True), AGENTS)
+def test_lora_mode(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="lora", model=tiny_paths["word"], lora_r=4, reference=True), AGENTS)
     keys = [team.policy_key(a) for a in AGENTS]
     assert keys[0].model == keys[1].model and keys[0].adapter != keys[1].adapter
     model = team.model("speaker")
@@ -150,9 +131,9 @@ def test_lora_mode(paths):
     assert all(p.grad is None for p in sp.values())
 
 
-def test_separate_heterogeneous_team(paths):
+def test_separate_heterogeneous_team(tiny_paths):
     cfg = TeamConfig(
-        mode="separate", models={"speaker": paths["word"], "listener": paths["bpe"]}, reference=True
+        mode="separate", models={"speaker": tiny_paths["word"], "listener": tiny_paths["bpe"]}, reference=True
     )
     team = Team.from_config(cfg, AGENTS)
     assert team.policy_key("speaker") != team.policy_key("listener")
@@ -171,16 +152,16 @@ def test_separate_heterogeneous_team(paths):
             torch.testing.assert_close(a.detach(), b)
     with pytest.raises(ValueError, match="unknown agents"):
         Team.from_config(
-            TeamConfig(mode="separate", models={"judge": paths["word"]}, model=paths["word"]), AGENTS
+            TeamConfig(mode="separate", models={"judge": tiny_paths["word"]}, model=tiny_paths["word"]), AGENTS
         )
     with pytest.raises(ValueError, match="no checkpoint"):
-        Team.from_config(TeamConfig(mode="separate", models={"speaker": paths["word"]}), AGENTS)
+        Team.from_config(TeamConfig(mode="separate", models={"speaker": tiny_paths["word"]}), AGENTS)
 
 
 @pytest.mark.parametrize("mode", ["shared", "lora", "separate"])
-def test_save_and_load(paths, tmp_path, mode):
+def test_save_and_load(tiny_paths, tmp_path, mode):
     cfg = TeamConfig(
-        mode=mode, model=paths["word"], models={"listener": paths["bpe"]} if mode == "separate" else {}
+        mode=mode, model=tiny_paths["word"], models={"listener": tiny_paths["bpe"]} if mode == "separate" else {}
     )
     team = Team.from_config(cfg, AGENTS)
     with torch.no_grad():
@@ -202,8 +183,8 @@ def test_save_and_load(paths, tmp_path, mode):
     assert len(exported) == len(team.policy_keys())
 
 
-def test_bad_inputs(paths):
-    team = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+def test_bad_inputs(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     with pytest.raises(ValueError, match="empty prompt"):
         team.sequence_logprobs("speaker", [[]], [[5]])
     with pytest.raises(ValueError, match="outside the model vocabulary"):
@@ -213,11 +194,11 @@ def test_bad_inputs(paths):
     with pytest.raises(RuntimeError, match="no reference"):
         team.reference_logprobs("speaker", [[1, 2]], [[3]])
     with pytest.raises(ValueError, match="mode"):
-        Team.from_config(TeamConfig(mode="mixed", model=paths["word"]), AGENTS)
+        Team.from_config(TeamConfig(mode="mixed", model=tiny_paths["word"]), AGENTS)
     with pytest.raises(ValueError, match="needs TeamConfig.model"):
         Team.from_config(TeamConfig(mode="lora"), AGENTS)
     with pytest.raises(ValueError, match="distinct"):
-        Team.from_config(TeamConfig(model=paths["word"]), ["a", "a"])
+        Team.from_config(TeamConfig(model=tiny_paths["word"]), ["a", "a"])
     empty, _ = team.sequence_logprobs("speaker", [[1, 2]], [[]])
     assert empty[0].shape == (0,)
 
@@ -236,12 +217,12 @@ def _saved_numel(team: Team, prompts, completions) -> tuple[int, list[torch.Tens
     return total, logps
 
 
-def test_gradient_checkpointing(paths):
+def test_gradient_checkpointing(tiny_paths):
     from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
 
-    plain = Team.from_config(TeamConfig(mode="shared", model=paths["word"]), AGENTS)
+    plain = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     ckpt = Team.from_config(
-        TeamConfig(mode="shared", model=paths["word"], gradient_checkpointing=True), AGENTS
+        TeamConfig(mode="shared", model=tiny_paths["word"], gradient_checkpointing=True), AGENTS
     )
     prompts, completions = batch(plain)
     saved_plain, lp_plain = _saved_numel(plain, prompts, completions)

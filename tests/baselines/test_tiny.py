@@ -11,15 +11,6 @@ from baselines.policies.tiny import CHAT_TEMPLATE, build_tiny_model, build_token
 from llm_marl_envs.toy.signal_game_v0 import DEFAULT_WORDS
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Tiny models run fastest on one thread, and the test machine's cores are shared."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
     return signal_game_texts(episodes=8)
