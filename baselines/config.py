@@ -66,15 +66,23 @@ class ModelConfig:
     tiny_hidden_size: int = 64
     tiny_layers: int = 2
     tiny_heads: int = 4
-    tiny_init_std: float = 0.02
+    #: 0.3 makes the tiny model's first answers depend on the prompt (0.02, the usual LLM value,
+    #: gives near-identical answers for every prompt, and RL then stalls at chance; docs/training.md)
+    tiny_init_std: float = 0.3
     #: std of the tiny model's input embedding / untied output layer (None = tiny_init_std)
     tiny_embed_std: float | None = None
     tiny_head_std: float | None = None
     #: std of the tiny model's attention query/key projections (None = tiny_init_std)
     tiny_qk_std: float | None = None
     tiny_tie_embeddings: bool = True
+    #: tiny Qwen2 model: attend only to the last N positions in every layer (None = full attention);
+    #: 4 keeps the signal game's target / message word inside every layer's view at the answer
+    tiny_sliding_window: int | None = 4
     #: restrict every agent's output tokens to these words (+ EOS): an action mask for text
     restrict_to_words: list[str] | None = None
+    #: when restrict_to_words is None, mask each policy to the words the env declares with
+    #: ``action_words(agent)`` (the signal game's vocabulary; free-text tasks declare none)
+    mask_to_action_words: bool = True
     lora_r: int = 8
     lora_alpha: int = 16
     dtype: str = "float32"
@@ -129,7 +137,7 @@ class RolloutConfig:
 class OptimConfig:
     """Optimizer and update loop: one AdamW per trained parameter set."""
 
-    lr: float = 3e-3
+    lr: float = 1e-3
     #: per-agent learning rates, e.g. {"speaker": 1e-3}; agents sharing parameters must agree
     agent_lr: dict[str, float] = field(default_factory=dict)
     betas: tuple[float, float] = (0.9, 0.999)
@@ -140,7 +148,7 @@ class OptimConfig:
     minibatch_size: int = 0
     skip_nonfinite: bool = True
     #: entropy bonus: the trainer minimizes loss - entropy_coef * (token-mean entropy); 0 = off
-    entropy_coef: float = 0.01
+    entropy_coef: float = 0.05
     #: recompute pi_old with a training-mode forward pass (else the sampler's log-probs)
     recompute_old_logprobs: bool = False
 
@@ -331,9 +339,7 @@ def load_config(
         layers.append(loaded)
     layers.append(base or {})
     parsed = [parse_override(item) for item in overrides]
-    kwargs_given = any(isinstance(layer.get("env"), dict) and "kwargs" in layer["env"] for layer in layers) or any(
-        keys[:2] == ["env", "kwargs"] for keys, _ in parsed
-    )
+    kwargs_given = _given(layers, parsed, ["env", "kwargs"])
     for layer in layers:
         _merge(data, layer)
     env_name = next((v for k, v in reversed(parsed) if k == ["env", "name"]), data["env"]["name"])
@@ -342,6 +348,13 @@ def load_config(
     for keys, value in parsed:
         apply_override(data, keys, value)
     return from_dict(TrainConfig, data)
+
+
+def _given(layers: list[dict[str, Any]], parsed: list[tuple[list[str], Any]], key: list[str]) -> bool:
+    """Whether a config layer or an override sets ``key`` (a two-level path) or something below it."""
+    section, name = key
+    in_layers = any(isinstance(layer.get(section), dict) and name in layer[section] for layer in layers)
+    return in_layers or any(keys[:2] == key for keys, _ in parsed)
 
 
 def _merge(into: dict[str, Any], new: dict[str, Any]) -> None:

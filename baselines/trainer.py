@@ -44,7 +44,7 @@ from baselines.generation import GenerationConfig, TransformersBackend
 from baselines.loss import policy_loss
 from baselines.metrics import MetricsLogger, read_jsonl
 from baselines.policies import PolicyKey, Team, TeamConfig, build_tiny_model
-from baselines.policies.vocab_mask import restrict_vocabulary, word_token_ids
+from baselines.policies.vocab_mask import word_token_ids
 from baselines.samples import SampleTable
 
 
@@ -91,8 +91,9 @@ def chance_reward(env: Any, module: Any, n_episodes: int = 1000, seed: int = 10*
     return total / n_episodes
 
 
-def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir: Path) -> Team:
-    """Load ``config.model.path``, or build the tiny local model over ``texts`` when it is None."""
+def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir: Path, env: Any = None) -> Team:
+    """Load ``config.model.path``, or build the tiny local model over ``texts`` when it is None;
+    then apply the word mask of :func:`mask_words` (``env`` declares its ``action_words``)."""
     path = config.model.path
     if path is None:
         tiny_dir = Path(config.model.tiny_dir) if config.model.tiny_dir else run_dir / "tiny_model"
@@ -102,18 +103,31 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
                          num_heads=config.model.tiny_heads, seed=config.seed,
                          init_std=config.model.tiny_init_std, embed_std=config.model.tiny_embed_std,
                          head_std=config.model.tiny_head_std, qk_std=config.model.tiny_qk_std,
-                         tie_embeddings=config.model.tiny_tie_embeddings)
+                         tie_embeddings=config.model.tiny_tie_embeddings,
+                         sliding_window=config.model.tiny_sliding_window)
         path = str(tiny_dir)
     team_config = TeamConfig(mode=config.model.sharing, model=path, lora_r=config.model.lora_r,
                              lora_alpha=config.model.lora_alpha, dtype=config.model.dtype, device=config.device,
                              reference=config.loss.kl_coef > 0)
     team = Team.from_config(team_config, agents)
-    if config.model.restrict_to_words:
-        for key in team.policy_keys():
-            agent = team.agents_of(key)[0]
-            allowed = word_token_ids(team.tokenizer(agent), config.model.restrict_to_words)
-            restrict_vocabulary(team.base_model(key), allowed)
+    for slot, slot_agents in team.models_and_agents().items():
+        words = mask_words(config, env, slot_agents)
+        if words:
+            team.restrict_vocabulary(slot, word_token_ids(team.tokenizer(slot_agents[0]), words))
     return team
+
+
+def mask_words(config: TrainConfig, env: Any, agents: list[str]) -> list[str] | None:
+    """Words the model serving ``agents`` is restricted to: ``model.restrict_to_words``, else the env's
+    ``action_words`` of those agents (when ``model.mask_to_action_words``), else None (no mask)."""
+    if config.model.restrict_to_words:
+        return list(config.model.restrict_to_words)
+    if not config.model.mask_to_action_words:
+        return None
+    declared = [getattr(env.unwrapped, "action_words", lambda agent: None)(agent) for agent in agents]
+    if any(words is None for words in declared):
+        return None  # one free-text agent on this policy: no mask
+    return list(dict.fromkeys(w for words in declared for w in words))
 
 
 def default_run_dir(config: TrainConfig) -> Path:
@@ -148,7 +162,7 @@ class Trainer:
         self.pool.release()
         if team is None:
             texts = env_texts(spec.make(**config.env.kwargs), self.env_module)
-            team = build_team(config, self.agents, texts, self.run_dir)
+            team = build_team(config, self.agents, texts, self.run_dir, env=spec.make(**config.env.kwargs))
         self.team = team
         g = config.generation
         # the backend samples call i with seed (gen seed + i): reproducible, and resumable by its call counter

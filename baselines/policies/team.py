@@ -37,6 +37,7 @@ from torch import Tensor, nn
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 
 from baselines.policies.logprobs import completion_logprobs
+from baselines.policies.vocab_mask import restrict_vocabulary
 
 Mode = Literal["shared", "lora", "separate"]
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
@@ -276,6 +277,20 @@ class Team:
     def base_model(self, key: PolicyKey) -> nn.Module:
         """The module stored for ``key.model`` (a PeftModel in LoRA mode), without touching adapters."""
         return self._models[key.model]
+
+    def models_and_agents(self) -> dict[str, list[str]]:
+        """Model slot -> the agents it serves (several per slot when shared or in LoRA mode)."""
+        slots: dict[str, list[str]] = {}
+        for agent in self.agents:
+            slots.setdefault(self._keys[agent].model, []).append(agent)
+        return slots
+
+    def restrict_vocabulary(self, model_slot: str, allowed_ids: Sequence[int]) -> None:
+        """Mask every output token of ``model_slot`` except ``allowed_ids``, in the policy and in
+        its frozen reference alike (so the KL compares like with like)."""
+        restrict_vocabulary(self._models[model_slot], allowed_ids)
+        if model_slot in self._references:
+            restrict_vocabulary(self._references[model_slot], allowed_ids)
 
     def device(self, agent: str) -> torch.device:
         return self._models[self.policy_key(agent).model].get_output_embeddings().weight.device

@@ -141,11 +141,14 @@ def tiny_config(
     max_position_embeddings: int = 4096,
     init_std: float = 0.02,
     tie_embeddings: bool = True,
+    sliding_window: int | None = None,
 ) -> Qwen2Config | LlamaConfig:
     """A small decoder config whose vocabulary and special ids match ``tokenizer``.
 
     ``init_std`` is the weights' initialization std (transformers' ``initializer_range``);
-    ``tie_embeddings`` shares the input embedding and the output layer.
+    ``tie_embeddings`` shares the input embedding and the output layer. ``sliding_window``
+    (Qwen2 only) limits every layer's attention to the last ``sliding_window`` positions
+    (Mistral-style local attention; the receptive field still grows with depth).
     """
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size {hidden_size} must be divisible by num_heads {num_heads}")
@@ -164,7 +167,13 @@ def tiny_config(
         initializer_range=init_std,
     )
     if arch == "qwen2":
+        if sliding_window is not None:
+            if sliding_window < 1:
+                raise ValueError(f"sliding_window must be >= 1, got {sliding_window}")
+            common.update(use_sliding_window=True, sliding_window=sliding_window, max_window_layers=0)
         return Qwen2Config(**common)
+    if sliding_window is not None:
+        raise ValueError(f"sliding_window is supported for arch 'qwen2' only, not {arch!r}")
     if arch == "llama":
         return LlamaConfig(**common)
     raise ValueError(f"unknown arch {arch!r}; expected 'qwen2' or 'llama'")
@@ -187,6 +196,7 @@ def build_tiny_model(
     head_std: float | None = None,
     qk_std: float | None = None,
     tie_embeddings: bool = True,
+    sliding_window: int | None = None,
 ) -> Path:
     """Build a tiny random-weight causal LM with a local tokenizer and save it to ``path``.
 
@@ -205,7 +215,7 @@ def build_tiny_model(
     tok = build_tokenizer(texts, kind=tokenizer, extra_words=extra_words, bpe_vocab_size=bpe_vocab_size)
     config = tiny_config(
         arch, tok, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, init_std=init_std,
-        tie_embeddings=tie_embeddings,
+        tie_embeddings=tie_embeddings, sliding_window=sliding_window,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

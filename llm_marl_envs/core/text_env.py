@@ -280,6 +280,15 @@ class TextCollabEnv(AECEnv):
         """The (minimum, maximum) episode return under this configuration."""
         raise NotImplementedError
 
+    def action_words(self, agent: str) -> tuple[str, ...] | None:
+        """A closed set of words every meaningful action of ``agent`` is made of, or None (free text).
+
+        The text analogue of an action mask: a trainer may restrict a policy's output tokens
+        to these words (``baselines`` does, see ``model.mask_to_action_words``). The action
+        space itself stays free text; other actions are still accepted and scored.
+        """
+        return None
+
     def coalition_value(self, unmasked: frozenset[str], mode: str = "rescore") -> float:
         """Team reward of the finished episode if only ``unmasked`` agents had contributed.
 

@@ -136,6 +136,10 @@ class raw_env(TextCollabEnv):
     def return_range(self) -> tuple[float, float]:
         return (self.format_penalty * 2 * self.n_rounds if self.format_penalty < 0 else 0.0, float(self.n_rounds))
 
+    def action_words(self, agent: str) -> tuple[str, ...]:
+        """Both roles need only the vocabulary: the speaker names words, the listener a candidate."""
+        return self.words
+
     def coalition_value(self, unmasked: frozenset[str], mode: str = "rescore") -> float:
         if mode not in self.counterfactual_modes:
             raise ValueError(f"unsupported counterfactual mode {mode!r}; supported: {self.counterfactual_modes}")

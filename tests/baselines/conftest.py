@@ -20,7 +20,8 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def tiny_paths(tmp_path_factory) -> dict[str, str]:
-    """A qwen2 model with the word tokenizer and a llama model with a bpe tokenizer."""
+    """A qwen2 model with the word tokenizer, a llama model with a bpe tokenizer, and the default
+    run's kind of model (qwen2, word tokenizer, init std 0.3, 4-position sliding window)."""
     texts = signal_game_texts(episodes=8)
     root = tmp_path_factory.mktemp("tiny_models")
     return {
@@ -28,6 +29,7 @@ def tiny_paths(tmp_path_factory) -> dict[str, str]:
         "bpe": str(
             build_tiny_model(root / "bpe", texts=texts, tokenizer="bpe", arch="llama", hidden_size=48, seed=1)
         ),
+        "windowed": str(build_tiny_model(root / "windowed", texts=texts, seed=2, init_std=0.3, sliding_window=4)),
     }
 
 

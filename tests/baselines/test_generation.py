@@ -41,9 +41,10 @@ def assert_logprobs_recomputed(team: Team, outs: list[GenOutput], temperature: f
         torch.testing.assert_close(logps[0].detach(), torch.tensor(out.logprobs), atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize("model", ["word", "windowed"])
 @pytest.mark.parametrize("mode", ["shared", "lora"])
-def test_sampling_logprobs_match_recomputation(tiny_paths, mode):
-    team = Team.from_config(TeamConfig(mode=mode, model=tiny_paths["word"]), AGENTS)
+def test_sampling_logprobs_match_recomputation(tiny_paths, mode, model):
+    team = Team.from_config(TeamConfig(mode=mode, model=tiny_paths[model]), AGENTS)
     if mode == "lora":  # make the two adapters differ
         with torch.no_grad():
             for n, p in team.trainable_parameters("listener").items():

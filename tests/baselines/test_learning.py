@@ -7,8 +7,9 @@ learn the listener's task (echo the message) by pure RL. If this fails, the bug 
 rollout / advantages / loss / optimizer, not in the game's coordination problem.
 
 ``test_default_run_learns_the_signal_game`` is ``python -m baselines.train`` with no
-arguments (same config), minus the plot: the joint reward must climb to >= 0.9 on held-out
-seeds. It is an expected failure for now (docs/training.md, "Measured results").
+arguments (same config, 40 of its 120 steps) for GRPO, Dr. MAS and MAGRPO: the joint reward
+on held-out seeds starts at chance and must reach >= 0.9 (docs/training.md, "Measured
+results": every measured seed passed 0.9 within 35 steps).
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ class ScriptedAgent:
 @pytest.mark.slow
 def test_trainer_learns_against_a_scripted_partner(tmp_path):
     config = TrainConfig(steps=45)
-    config.model.restrict_to_words = list(config.env.kwargs["words"])
+    # the usual LLM init (std 0.02, full attention): the listener starts at chance, and its
+    # task alone is learnable from there (the default's std 0.3 starts it above chance, since
+    # tied embeddings then copy the message word, see docs/training.md)
+    config.model.tiny_init_std, config.model.tiny_sliding_window = 0.02, None
+    config.optim.lr, config.optim.entropy_coef = 3e-3, 0.01
     trainer = Trainer(config, tmp_path)
     trainer.backend = ScriptedAgent(trainer.backend, "speaker")
     rewards = [trainer.train_step()["reward"] for _ in range(config.steps)]
@@ -58,16 +63,15 @@ def test_trainer_learns_against_a_scripted_partner(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="measured: the default run ends near chance (0.23-0.29) in 120-400 steps; "
-                   "the speaker/listener pair sits at the coordination saddle -- see docs/training.md")
-def test_default_run_learns_the_signal_game(tmp_path):
-    config = TrainConfig()
+@pytest.mark.parametrize("scheme", ["grpo", "dr_mas", "magrpo"])
+def test_default_run_learns_the_signal_game(tmp_path, scheme):
+    config = TrainConfig(scheme=scheme, steps=40)
     config.log.tensorboard = False
-    config.log.plot = False
     config.log.progress = False
     trainer = Trainer(config, tmp_path)
-    start = trainer.evaluate(128)
+    start = trainer.evaluate(256)
     result = trainer.fit(eval_episodes=256)
-    assert start < 0.1
     assert result["chance"] == pytest.approx(0.25, abs=0.05)
+    assert abs(start - result["chance"]) < 0.15, start  # the untrained team plays at chance
     assert result["final_reward"] >= 0.9, result
+    assert (tmp_path / "curves.png").stat().st_size > 0

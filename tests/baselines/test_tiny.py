@@ -112,3 +112,19 @@ def test_qwen25_05b_shape():
         model = AutoModelForCausalLM.from_config(config)
     n = sum(p.numel() for p in model.parameters())
     assert 490e6 < n < 500e6  # Qwen2.5-0.5B: 494M parameters with tied embeddings
+
+
+def test_sliding_window_attention_is_local_after_reloading(tmp_path, texts):
+    path = build_tiny_model(tmp_path / "sw", texts=texts, sliding_window=4, init_std=0.3, num_layers=2)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    assert model.config.sliding_window == 4 and set(model.config.layer_types) == {"sliding_attention"}
+    ids = torch.randint(10, 200, (1, 20))
+    with torch.no_grad():
+        base = model(ids).logits[0, -1]
+        far, near = ids.clone(), ids.clone()
+        far[0, 5] = (far[0, 5] + 1) % 200 + 10  # 14 positions back: beyond 2 layers x 3 steps
+        near[0, -3] = (near[0, -3] + 1) % 200 + 10  # inside the window
+        assert torch.allclose(model(far).logits[0, -1], base, atol=1e-6)
+        assert not torch.allclose(model(near).logits[0, -1], base, atol=1e-4)
+    with pytest.raises(ValueError, match="qwen2"):
+        build_tiny_model(tmp_path / "llama", texts=texts, arch="llama", sliding_window=4)

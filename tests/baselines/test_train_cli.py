@@ -75,3 +75,16 @@ def test_print_config(capsys):
     main(["--print-config", "--scheme", "at_grpo", "rollout.group_size=5"])
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["scheme"] == "at_grpo" and printed["rollout"]["group_size"] == 5
+
+
+CONFIGS = Path(__file__).resolve().parents[2] / "baselines" / "configs"
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_loads(path):
+    config = load_config(path)
+    assert config.steps > 0
+
+
+def test_signal_game_yaml_spells_out_the_embedded_default():
+    assert load_config(CONFIGS / "signal_game.yaml").to_dict() == TrainConfig().to_dict()

@@ -10,7 +10,8 @@ import torch
 
 from baselines.advantages import AdvantageResult, compute_advantages
 from baselines.config import load_config
-from baselines.trainer import Trainer
+from baselines.policies.vocab_mask import word_token_ids
+from baselines.trainer import Trainer, mask_words
 from tests.baselines.test_rollout import build_signal_model, signal_kwargs
 
 SCHEMES = ("grpo", "dr_mas", "magrpo", "at_grpo", "mars2", "sharp")
@@ -113,3 +114,38 @@ def test_kl_to_the_frozen_reference(namer_dir, tmp_path):
     second = trainer.train_step()
     assert first["agent/speaker/kl_ref"] == pytest.approx(0.0, abs=1e-6)  # policy == reference at step 1
     assert second["agent/speaker/kl_ref"] > 0
+
+
+@pytest.mark.parametrize("sharing", ["shared", "lora", "separate"])
+def test_env_action_words_mask_every_policy_and_its_reference(sharing, namer_dir, tmp_path):
+    trainer = Trainer(small_config(namer_dir, f"model.sharing={sharing}", "loss.kl_coef=0.1"), tmp_path)
+    team = trainer.team
+    tok = team.tokenizer("speaker")
+    allowed = set(word_token_ids(tok, trainer.config.env.kwargs["words"]))
+    prompt = torch.tensor([team.encode_prompt("speaker", [{"role": "user", "content": "target: cat"}])])
+    for agent in trainer.agents:
+        with torch.no_grad():
+            probs = torch.softmax(team.model(agent)(prompt).logits[0, -1], -1)
+            word, other = sorted(allowed)[0], min(set(range(len(tok))) - allowed)
+            ref = team.reference_logprobs(agent, [prompt[0].tolist()] * 2, [[word], [other]])
+        assert set(torch.nonzero(probs > 1e-12).flatten().tolist()) <= allowed, agent
+        assert probs[sorted(allowed)].sum() == pytest.approx(1.0, abs=1e-6)
+        # the reference (== the policy before any update) is masked the same way
+        assert ref[0].item() == pytest.approx(torch.log(probs[word]).item(), abs=1e-5)
+        assert ref[1].item() < -1e6
+
+
+def test_mask_words_sources(namer_dir):
+    import llm_marl_envs
+
+    signal = llm_marl_envs.make("toy/signal_game_v0", words=["apple", "boat", "cat"], n_candidates=3)
+    config = small_config(namer_dir)
+    assert mask_words(config, signal, ["speaker", "listener"]) == ["apple", "boat", "cat"]
+    config.model.restrict_to_words = ["cat"]
+    assert mask_words(config, signal, ["speaker"]) == ["cat"]  # an explicit list wins
+    config.model.restrict_to_words, config.model.mask_to_action_words = None, False
+    assert mask_words(config, signal, ["speaker"]) is None
+    code = load_config(overrides=["env.name=code/helper_main_v0"])
+    assert code.model.mask_to_action_words and code.model.restrict_to_words is None
+    helper = llm_marl_envs.make("code/helper_main_v0")
+    assert mask_words(code, helper, list(helper.possible_agents)) is None  # free text: no mask
