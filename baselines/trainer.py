@@ -122,7 +122,7 @@ def mask_words(config: TrainConfig, env: Any, agents: list[str]) -> list[str] | 
     ``action_words`` of those agents (when ``model.mask_to_action_words``), else None (no mask)."""
     if config.model.restrict_to_words:
         return list(config.model.restrict_to_words)
-    if not config.model.mask_to_action_words:
+    if not config.model.mask_to_action_words or env is None:
         return None
     declared = [getattr(env.unwrapped, "action_words", lambda agent: None)(agent) for agent in agents]
     if any(words is None for words in declared):
@@ -161,8 +161,8 @@ class Trainer:
         self.agents = list(self.pool.take(1)[0].unwrapped.possible_agents)
         self.pool.release()
         if team is None:
-            texts = env_texts(spec.make(**config.env.kwargs), self.env_module)
-            team = build_team(config, self.agents, texts, self.run_dir, env=spec.make(**config.env.kwargs))
+            env = spec.make(**config.env.kwargs)
+            team = build_team(config, self.agents, env_texts(env, self.env_module), self.run_dir, env=env)
         self.team = team
         g = config.generation
         # the backend samples call i with seed (gen seed + i): reproducible, and resumable by its call counter
