@@ -74,6 +74,7 @@ class WorkerProcess:
         finally:
             child.close()
         self.sock = parent
+        self._frames = P.FrameReader(parent)
         self._start_deadline = time.monotonic() + config.start_timeout_s
 
     @property
@@ -85,7 +86,7 @@ class WorkerProcess:
         if self.ready_info is not None:
             return self.ready_info
         try:
-            frame = P.recv_frame(self.sock, self._start_deadline)
+            frame = self._frames.read(self._start_deadline)
         except (EOFError, OSError, TimeoutError, P.ProtocolError) as exc:
             raise SandboxError(f"sandbox worker {self.index} did not start: {exc}{self.log_tail()}") from None
         if not isinstance(frame, dict) or frame.get("op") != "ready":
@@ -97,10 +98,18 @@ class WorkerProcess:
 
     def call(self, request: dict[str, Any], deadline: float) -> dict[str, Any]:
         """Send one request and wait for its reply (raises EOFError/OSError/TimeoutError)."""
+        self.send(P.encode_frame(request))
+        return self.receive(request.get("id"), deadline)
+
+    def send(self, frame: bytes) -> None:
+        """Send an encoded request; the fork server handles requests in order, one at a time."""
         self.wait_ready()
-        P.send_frame(self.sock, request)
-        reply = P.recv_frame(self.sock, deadline)
-        if not isinstance(reply, dict) or reply.get("id") != request.get("id"):
+        self.sock.sendall(frame)
+
+    def receive(self, request_id: Any, deadline: float) -> dict[str, Any]:
+        """The reply to the oldest request not answered yet, which must be ``request_id``."""
+        reply = self._frames.read(deadline)
+        if not isinstance(reply, dict) or reply.get("id") != request_id:
             raise P.ProtocolError("reply does not match the request")
         return reply
 

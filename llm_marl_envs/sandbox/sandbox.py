@@ -3,7 +3,10 @@
 Each pool slot owns one fork server (:mod:`.pool`); a job takes a free slot, sends its
 request, and waits for the reply, so the number of jobs running at once equals the pool
 size (default: the CPUs available to this process), whichever threads submit them.
-``run_batch`` runs many jobs concurrently on an internal thread pool of that size. A fork
+``run_batch`` runs many jobs concurrently on an internal thread pool of that size, one task
+per slot; each keeps the next job's request queued in its fork server's socket while a job
+runs, so the fork server starts it as soon as it has replied (it never waits for this
+process), and gives its slot up between jobs when another caller waits for one. A fork
 server that dies, hangs past the job's deadline or breaks the protocol is killed and
 replaced; the job is retried ``infra_retries`` times and otherwise returned with
 ``infra_error`` set (or raises :class:`SandboxError` with ``raise_on_infra_error``).
@@ -11,6 +14,8 @@ replaced; the job is retried ``infra_retries`` times and otherwise returned with
 
 from __future__ import annotations
 
+import collections
+import itertools
 import os
 import threading
 import time
@@ -26,6 +31,9 @@ from .results import AssertTest, ExecResult, IOTest, Job, SandboxError
 from .worker import protocol as P
 
 REPLY_GRACE_S = 30.0  # beyond the job's own budget, how long to wait for a fork server's reply
+# A request queued behind a running job must fit in the socket's buffer: the fork server
+# reads it only once it has sent its reply, and this process reads that reply only after.
+QUEUED_REQUEST_MAX_BYTES = 1 << 16
 
 
 class Sandbox:
@@ -40,6 +48,11 @@ class Sandbox:
         self._size = self.config.pool_size
         self._cond = threading.Condition()
         self._idle = list(range(self._size))
+        # Callers waiting for a slot get one in the order they asked (tickets), and who they
+        # are is known (a batch, or None) so that a batch can give its slot up to others.
+        self._queue: collections.deque[int] = collections.deque()
+        self._tickets = itertools.count()
+        self._waiting: collections.Counter[Any] = collections.Counter()
         self._workers: list[WorkerProcess | None] = [None] * self._size
         self._closed = False
         self._owner_pid = os.getpid()
@@ -91,13 +104,18 @@ class Sandbox:
     def run_batch(self, jobs: Sequence[Job]) -> list[ExecResult]:
         """Run many jobs concurrently over the pool; results in the order of ``jobs``."""
         checked = [validate_job(job) for job in jobs]
-        if len(checked) <= 1:
+        if len(checked) <= 1 or os.getpid() != self._owner_pid:
             return [self._execute(job) for job in checked]
         executor = self._get_executor()
         if executor is None:
             return [self._execute(job) for job in checked]
-        futures = [executor.submit(self._execute, job) for job in checked]
-        return [f.result() for f in futures]
+        batch = _Batch(checked, self.config)
+        tasks = [executor.submit(self._drain, batch) for _ in range(min(self._size, len(checked)))]
+        for task in tasks:
+            task.exception()  # waits
+        if batch.failure is not None:
+            raise batch.failure
+        return batch.results  # type: ignore[return-value]
 
     def wait_idle(self, timeout_s: float = 30.0) -> bool:
         """Wait until no job runs and every finished job is cleaned up; True if so.
@@ -191,45 +209,157 @@ class Sandbox:
     def _call(self, slot: int, request: dict[str, Any], limits: dict[str, Any]) -> tuple[dict | None, str]:
         worker = self._workers[slot]
         try:
-            if worker is None or not worker.alive():
-                if worker is not None:
-                    worker.kill()
-                worker = self._workers[slot] = WorkerProcess(self.config, slot)
+            worker = self._worker(slot)
             request = {"op": "job", "id": next(self._request_ids), "job": request}
             deadline = time.monotonic() + float(limits["job_timeout_s"]) * 1.5 + REPLY_GRACE_S
             return worker.call(request, deadline), ""
         except (EOFError, OSError, TimeoutError, P.ProtocolError, SandboxError) as exc:
-            if self._closed:
-                message = "the sandbox was closed while the job was running"
-            else:
-                message = f"sandbox worker failed: {type(exc).__name__}: {exc}"
-                if worker is not None:
-                    code = worker.proc.poll()
-                    if code is not None:
-                        message += f" (worker exit status {code})"
-                    message += worker.log_tail()
-            if worker is not None:
-                worker.kill()
-            self._workers[slot] = None
-            return None, message
+            return None, self._worker_failed(slot, worker, exc)
         except BaseException:  # e.g. KeyboardInterrupt while waiting: the worker's state is unknown
-            if worker is not None:
-                worker.kill()
-            self._workers[slot] = None
+            self._worker_failed(slot, worker, None)
             raise
 
-    def _acquire(self) -> int | None:
+    def _drain(self, batch: _Batch) -> None:
+        """One of ``run_batch``'s tasks: take the batch's jobs and run them until none is left."""
+        try:
+            item = batch.take()
+            while item is not None:
+                slot = self._acquire(batch)
+                if slot is None:
+                    self._settle(batch, item[0], item[1], None, "the sandbox is closed")
+                    item = batch.take()
+                    continue
+                try:
+                    item = self._pipeline(slot, batch, item)
+                finally:
+                    self._release(slot)
+        except BaseException as exc:  # e.g. SandboxError with raise_on_infra_error: stop the batch
+            batch.fail(exc)
+            raise
+
+    def _pipeline(self, slot: int, batch: _Batch, item: tuple[int, int]) -> tuple[int, int] | None:
+        """Run job ``item``, then the batch's next ones, on the fork server of ``slot``.
+
+        While a job runs, the next job's request already waits in the fork server's socket.
+        Returns the job to run next, on another worker or after waiting for a slot again (when
+        this worker failed, or when another caller waits for a slot), or None when the batch
+        is done.
+        """
+        inflight: collections.deque[tuple[int, int, int]] = collections.deque()  # (index, attempt, id)
+        worker = None
+        try:
+            worker = _io(self._worker, slot)
+            while True:
+                while item is not None and len(inflight) < 2:
+                    index, attempt = item
+                    request_id = next(self._request_ids)
+                    frame = P.encode_frame({"op": "job", "id": request_id, "job": batch.requests[index]})
+                    if inflight and len(frame) > QUEUED_REQUEST_MAX_BYTES:
+                        break  # sent once the running job has replied
+                    _io(worker.send, frame)
+                    if not inflight:
+                        batch.running(index)
+                    inflight.append((index, attempt, request_id))
+                    item = batch.take() if len(inflight) < 2 and not self._others_waiting(batch) else None
+                if not inflight:
+                    return item if item is not None else batch.take()
+                index, attempt, request_id = inflight[0]
+                limits = batch.requests[index]["limits"]
+                # The fork server starts a queued job when it replies to the previous one.
+                deadline = time.monotonic() + float(limits["job_timeout_s"]) * 1.5 + REPLY_GRACE_S
+                reply = _io(worker.receive, request_id, deadline)
+                inflight.popleft()
+                if inflight:
+                    batch.running(inflight[0][0])
+                self._settle(batch, index, attempt, reply, "")
+                if item is None and not self._others_waiting(batch):
+                    item = batch.take()
+        except _WorkerIOError as failure:
+            message = self._worker_failed(slot, worker, failure.cause)
+            # The oldest job sent was running (or was the first for a worker that did not
+            # start): it used an attempt. The ones queued behind it had not started.
+            head = inflight.popleft()[:2] if inflight else item
+            for index, attempt, _ in inflight:
+                batch.put_back(index, attempt)
+            if head is not None:
+                self._settle(batch, head[0], head[1], None, message)
+            return batch.take() if head is item or item is None else item
+        except BaseException:  # e.g. KeyboardInterrupt: the worker's state is unknown
+            self._worker_failed(slot, worker, None)
+            raise
+
+    def _settle(self, batch: _Batch, index: int, attempt: int, reply: dict[str, Any] | None, error: str) -> None:
+        """Record job ``index``'s outcome, or queue it again after an infrastructure failure."""
+        job, started = batch.jobs[index], batch.started[index] or time.perf_counter()  # (never started: 0 s)
+        if reply is not None:
+            if reply.get("bad_test"):
+                bad = self._check_bad_test(job, reply["bad_test"])
+                if bad is not None:
+                    batch.results[index] = self._infra(job, bad, started)
+                    return
+            if not reply.get("infra_error"):
+                batch.results[index] = result_from_reply(job, reply, self.config, time.perf_counter() - started,
+                                                         dict(self._isolation))
+                return
+            error = str(reply["infra_error"])
+        if attempt < self.config.infra_retries and not self._closed:
+            batch.put_back(index, attempt + 1)
+        else:
+            batch.results[index] = self._infra(job, error, started)
+
+    def _worker(self, slot: int) -> WorkerProcess:
+        """The fork server of ``slot``, started afresh if there is none or it died."""
+        worker = self._workers[slot]
+        if worker is None or not worker.alive():
+            if worker is not None:
+                worker.kill()
+            worker = self._workers[slot] = WorkerProcess(self.config, slot)
+        return worker
+
+    def _worker_failed(self, slot: int, worker: WorkerProcess | None, exc: BaseException | None) -> str:
+        """Kill a fork server that failed (and forget it); returns the message for its job."""
+        if self._closed:
+            message = "the sandbox was closed while the job was running"
+        else:
+            message = f"sandbox worker failed: {type(exc).__name__}: {exc}"
+            if worker is not None:
+                code = worker.proc.poll()
+                if code is not None:
+                    message += f" (worker exit status {code})"
+                message += worker.log_tail()
+        if worker is not None:
+            worker.kill()
+        self._workers[slot] = None
+        return message
+
+    def _acquire(self, owner: Any = None) -> int | None:
+        """A free slot, first come first served (None once the sandbox is closed)."""
         with self._cond:
-            while not self._idle and not self._closed:
-                self._cond.wait()
-            if self._closed:
-                return None
-            return self._idle.pop()
+            ticket = next(self._tickets)
+            self._queue.append(ticket)
+            self._waiting[owner] += 1
+            try:
+                while not self._closed and not (self._idle and self._queue[0] == ticket):
+                    self._cond.wait()
+                slot = None if self._closed else self._idle.pop()
+            finally:
+                self._queue.remove(ticket)
+                self._waiting[owner] -= 1
+                if not self._waiting[owner]:
+                    del self._waiting[owner]
+                if self._queue and self._idle:
+                    self._cond.notify_all()  # the next in line may take another free slot
+            return slot
+
+    def _others_waiting(self, batch: _Batch) -> bool:
+        """Whether another caller (not this batch) waits for a slot."""
+        with self._cond:
+            return any(owner is not batch for owner in self._waiting)
 
     def _release(self, slot: int) -> None:
         with self._cond:
             self._idle.append(slot)
-            self._cond.notify()
+            self._cond.notify_all()  # (the first in line, whichever thread it is)
 
     def _check_bad_test(self, job: Job, bad: dict[str, Any]) -> str | None:
         """The worker says a test (or the setup) does not compile: verify it here, in the caller.
@@ -251,6 +381,62 @@ class Sandbox:
         if self.config.raise_on_infra_error:
             raise SandboxError(message)
         return infra_result(job, message, time.perf_counter() - started)
+
+
+class _WorkerIOError(Exception):
+    """A fork server failed to start, to take a request or to reply (see :func:`_io`)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _io(fn: Any, *args: Any) -> Any:
+    """Call ``fn``, turning the ways a fork server can fail into :class:`_WorkerIOError`."""
+    try:
+        return fn(*args)
+    except (EOFError, OSError, TimeoutError, P.ProtocolError, SandboxError) as exc:
+        raise _WorkerIOError(exc) from exc
+
+
+class _Batch:
+    """The jobs of one ``run_batch`` call, shared by the pool's tasks (see Sandbox._drain)."""
+
+    def __init__(self, jobs: list[Job], config: SandboxConfig) -> None:
+        self.jobs = jobs
+        self.requests = [build_request(job, config) for job in jobs]
+        self.results: list[ExecResult | None] = [None] * len(jobs)
+        self.started = [0.0] * len(jobs)
+        self.failure: BaseException | None = None
+        self._next = 0
+        self._again: collections.deque[tuple[int, int]] = collections.deque()  # (index, attempt)
+        self._lock = threading.Lock()
+
+    def take(self) -> tuple[int, int] | None:
+        """The next job to run, as (index, attempt): retries first; None when there is none."""
+        with self._lock:
+            if self.failure is not None:
+                return None
+            if self._again:
+                return self._again.popleft()
+            if self._next == len(self.jobs):
+                return None
+            index, self._next = self._next, self._next + 1
+            return index, 0
+
+    def running(self, index: int) -> None:
+        """Job ``index`` starts now (its result's wall time counts from its first start)."""
+        if not self.started[index]:
+            self.started[index] = time.perf_counter()
+
+    def put_back(self, index: int, attempt: int) -> None:
+        with self._lock:
+            self._again.append((index, attempt))
+
+    def fail(self, exc: BaseException) -> None:
+        with self._lock:
+            if self.failure is None:
+                self.failure = exc
 
 
 def _kill_workers(workers: list[WorkerProcess | None]) -> None:

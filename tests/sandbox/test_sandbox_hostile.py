@@ -275,6 +275,45 @@ def test_temporary_directories_are_private(sandbox, tmp_path):
     assert (tmp_path / "caller.txt").read_text() == "mine"
 
 
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def _litter(pid: int) -> list[str]:
+    """What a fork server's private temporary directories hold besides its own entries."""
+    found = []
+    for d in PRIVATE_DIRS:
+        if os.path.isdir(f"/proc/{pid}/root{d}"):
+            found += [f"{d}/{p}" for p in os.listdir(f"/proc/{pid}/root{d}") if p.startswith("sbx-litter")]
+    return found
+
+
+def test_whatever_a_job_leaves_in_the_temporary_directories_is_wiped(sandbox):
+    if not sandbox.isolation["private_tmp"]:
+        pytest.skip("no private temporary directories without a mount namespace")
+    program = (
+        "import ctypes, os\n"
+        f"DIRS = {PRIVATE_DIRS!r}\n"
+        "def litter():\n"
+        "    made = []\n"
+        "    for d in DIRS:\n"
+        "        if os.access(d, os.W_OK):\n"
+        "            os.makedirs(os.path.join(d, 'sbx-litter-dir', 'sub'))\n"
+        "            open(os.path.join(d, 'sbx-litter-dir', 'sub', 'f'), 'w').write('x')\n"
+        "            open(os.path.join(d, 'sbx-litter.txt'), 'w').write('x')\n"
+        "            os.symlink('/etc/passwd', os.path.join(d, 'sbx-litter-link'))\n"
+        "            made.append(d)\n"
+        "    for d in made:  # created and deleted (os.unlink is guarded): nothing to wipe there\n"
+        "        open(os.path.join(d, 'sbx-litter-gone'), 'w').close()\n"
+        "        assert ctypes.CDLL(None).unlink(os.path.join(d, 'sbx-litter-gone').encode()) == 0\n"
+        "    return made\n"
+    )
+    res = sandbox.run(program, [A("assert len(litter()) >= 2, litter()")])
+    assert outcome(res) == [(True, None)]
+    assert sandbox.wait_idle()
+    for pid in server_pids(sandbox):
+        assert _litter(pid) == []
+
+
 def test_secrets_of_the_caller_are_not_readable(sandbox):
     program = (
         "import os, glob\nprint(sorted(os.listdir('/root')), os.getuid(), os.getgid(), os.getgroups())\n"
@@ -428,6 +467,7 @@ def test_zz_nothing_left_behind_and_the_caller_unharmed(sandbox, private_tmp_bef
     for pid, entries in private_tmp_before.items():
         assert sorted(os.listdir(f"/proc/{pid}/root/tmp")) == entries
         assert os.listdir(f"/proc/{pid}/root/dev/shm") == []
+        assert _litter(pid) == []
     assert not [p for p in os.listdir(tempfile.gettempdir()) if p.startswith("llm-sandbox-job-")]
     assert os.getcwd() == CALLER_CWD and os.environ["SBX_SECRET_CANARY"] == CANARY
     assert {s: signal.getsignal(s) for s in CALLER_SIGNALS} == CALLER_SIGNALS

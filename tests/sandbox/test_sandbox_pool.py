@@ -177,6 +177,64 @@ def test_concurrent_batches_from_several_threads(sandbox):
     assert out == {k: [True] * 6 for k in range(4)}
 
 
+# -- run_batch: a task per worker, the next request queued while a job runs ------------------
+def test_a_batch_survives_its_worker_being_killed():
+    with Sandbox(small_config(workers=1, infra_retries=1, timeout_s=5)) as sb:
+        first = server_pids(sb)
+        killer = _kill_server_later(sb, 0.3)
+        jobs = [Job(SLEEPY, [AssertTest(f"assert f(0.1) == 0.1 and {i} >= 0")]) for i in range(8)]
+        results = sb.run_batch(jobs)
+        killer.join()
+        assert [(r.ok, r.all_passed) for r in results] == [(True, True)] * 8
+        assert server_pids(sb) != first
+
+
+def test_without_retries_only_the_running_job_of_a_killed_worker_fails():
+    with Sandbox(small_config(workers=1, infra_retries=0, timeout_s=5)) as sb:
+        killer = _kill_server_later(sb, 0.3)
+        jobs = [Job(SLEEPY, [AssertTest("assert f(0.2) == 0.2")]) for _ in range(6)]
+        results = sb.run_batch(jobs)
+        killer.join()
+        failed = [r for r in results if not r.ok]
+        assert len(failed) == 1 and "sandbox worker failed" in failed[0].infra_error
+        assert all(r.all_passed for r in results if r.ok)
+
+
+def test_a_batch_gives_its_worker_up_to_other_callers():
+    with Sandbox(small_config(workers=1, timeout_s=5)) as sb:
+        jobs = [Job(SLEEPY, [AssertTest("assert f(0.05) == 0.05")]) for _ in range(30)]
+        done: dict = {}
+
+        def batch() -> None:
+            done["batch"] = [r.all_passed for r in sb.run_batch(jobs)]
+            done["batch_end"] = time.monotonic()
+
+        thread = threading.Thread(target=batch)
+        thread.start()
+        time.sleep(0.3)
+        res = sb.run(SLEEPY, [AssertTest("assert f(0) == 0")])
+        single_end = time.monotonic()
+        thread.join()
+        assert res.all_passed and done["batch"] == [True] * 30
+        assert single_end < done["batch_end"] - 0.3  # it did not wait for the whole batch
+
+
+def test_a_batch_with_big_requests_and_invalid_tests():
+    big = "x = 1\n" + "# padding\n" * 20_000 + "def f():\n    return x\n"
+    assert len(big) > 100_000
+    jobs = [Job(big, [AssertTest("assert f() == 1")]), Job(big, [AssertTest("assert (")]),
+            Job("def f():\n    return 2\n", [AssertTest("assert f() == 2")]), Job(big, [AssertTest("assert f() == 2")])]
+    with Sandbox(small_config(workers=1)) as sb:
+        results = sb.run_batch(jobs * 2)
+        assert [(r.ok, r.ok and r.all_passed) for r in results] == [(True, True), (False, False), (True, True),
+                                                                    (True, False)] * 2
+        assert "test 0 does not compile" in results[1].infra_error
+    with Sandbox(small_config(workers=2, raise_on_infra_error=True)) as strict:
+        with pytest.raises(SandboxError, match="does not compile"):
+            strict.run_batch(jobs)
+        assert strict.run_batch(jobs[:1] + jobs[2:3])[1].all_passed  # still usable
+
+
 def test_job_time_budget_bounds_reruns():
     with Sandbox(small_config(workers=1, timeout_s=0.3, job_timeout_s=1.0)) as sb:
         t0 = time.monotonic()

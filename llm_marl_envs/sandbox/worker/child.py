@@ -4,7 +4,7 @@
 its own process group, standard streams and the result pipe on fixed
 descriptors with every other descriptor closed, its own working directory, resource
 limits, and (as root) a switch to an unprivileged uid/gid with no supplementary groups.
-The environment is already the job's (the fork server replaced its own with it at start-up),
+The environment and the umask are already the job's (the fork server set its own at start-up),
 and so is ``PR_SET_NO_NEW_PRIVS`` (no regaining privileges through a set-uid binary). The
 parent-death signal kills the job if its fork server dies.
 """
@@ -44,6 +44,9 @@ class ChildSpec:
         self.env = env  # None: keep the fork server's (already the job environment)
         self.stdin_fd, self.stdout_fd, self.stderr_fd, self.result_fd = stdin_fd, stdout_fd, stderr_fd, result_fd
         self.rlimits = rlimits or {}  # keys of _RLIMITS; <= 0 = unlimited
+        # What confine() passes to setrlimit, prepared here (in the fork server).
+        self.setrlimit_args = [(_RLIMITS[key], _limit_pair(_RLIMITS[key], value))
+                               for key, value in self.rlimits.items() if value > 0]
         self.uid, self.gid = uid, gid  # switch to this uid/gid (None: keep the current ones)
         self.drop_capabilities = drop_capabilities  # empty the capability sets (user namespace)
         self.parent_death_signal = parent_death_signal  # not needed in a PID namespace
@@ -61,11 +64,10 @@ def confine(spec: ChildSpec) -> None:
     os.dup2(spec.stdout_fd, 1)
     os.dup2(spec.stderr_fd, 2)
     os.dup2(spec.result_fd, RESULT_FD)
-    os.closerange(RESULT_FD + 1, _max_fd())
-    os.chdir(spec.job_dir)
-    os.umask(0o022)
-    for key, value in spec.rlimits.items():
-        _set_limit(_RLIMITS[key], value)
+    os.closerange(RESULT_FD + 1, _MAX_FD)
+    os.chdir(spec.job_dir)  # (the umask, 022, is the fork server's)
+    for which, limits in spec.setrlimit_args:
+        resource.setrlimit(which, limits)
     if spec.env is not None:
         os.environ.clear()
         os.environ.update(spec.env)
@@ -78,23 +80,30 @@ def confine(spec: ChildSpec) -> None:
         linux.drop_all_capabilities()
     # PR_SET_NO_NEW_PRIVS is inherited from the fork server, which sets it once.
     if spec.parent_death_signal:  # cleared by the credential change above: set it afterwards
-        linux.prctl(linux.PR_SET_PDEATHSIG, _signal.SIGKILL)
+        _SET_PARENT_DEATH_SIGNAL()
     # Dumpable again so that /proc/self belongs to the job user (programs may read it).
-    linux.prctl(linux.PR_SET_DUMPABLE, 1)
-    linux.set_process_name(b"sbx-job")
+    _SET_DUMPABLE()
+    try:
+        _SET_NAME()
+    except OSError:  # pragma: no cover - cosmetic
+        pass
+
+
+# Prepared in the fork server (see linux.PreparedPrctl).
+_SET_PARENT_DEATH_SIGNAL = linux.PreparedPrctl(linux.PR_SET_PDEATHSIG, _signal.SIGKILL)
+_SET_DUMPABLE = linux.PreparedPrctl(linux.PR_SET_DUMPABLE, 1)
+_SET_NAME = linux.PreparedPrctl(linux.PR_SET_NAME, b"sbx-job")
 
 
 # The fork server's hard limits, read once (a job can only lower them).
 _HARD = {which: resource.getrlimit(which)[1] for which in _RLIMITS.values()}
 
 
-def _set_limit(which: int, value: int) -> None:
-    if value <= 0:
-        return
+def _limit_pair(which: int, value: int) -> tuple[int, int]:
     hard = _HARD[which]
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
-    resource.setrlimit(which, (value, value))
+    return value, value
 
 
 def _max_fd() -> int:
@@ -102,3 +111,6 @@ def _max_fd() -> int:
         return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     except (ValueError, OSError):  # pragma: no cover
         return 65536
+
+
+_MAX_FD = _max_fd()  # the fork server's open-file limit: no descriptor of a new child is above it

@@ -40,6 +40,9 @@ class FsView:
         self.skeleton: set[str] = set()  # directories created to hold the binds
         self.proc_mounted = False
         self.notes: list[str] = []
+        # Masks whose size tells whether a job left anything in them: their size when clean.
+        # On tmpfs a directory's size counts its entries, so one stat() replaces a scan.
+        self.clean_sizes: dict[str, int] = {}
 
     @property
     def job_root(self) -> str | None:
@@ -54,6 +57,13 @@ class FsView:
         """
         ok = True
         for mask in self.private_dirs if private_only else self.masks:
+            clean = self.clean_sizes.get(mask)
+            if clean is not None:
+                try:
+                    if os.stat(mask).st_size == clean:
+                        continue
+                except OSError:
+                    pass
             ok = _wipe(mask, self.exposed, self.skeleton) and ok
         return ok
 
@@ -86,6 +96,10 @@ def setup_fs_view(
             view.proc_mounted = True
         except OSError as exc:
             view.notes.append(f"cannot mount a private /proc ({exc})")
+    # Jobs running as another user cannot write into the directories made to hold the
+    # re-exposed paths (ours, 0755), nor remove or rename our entries of a sticky (1777)
+    # private directory: the size of such a mask then still tells whether a job left anything.
+    jobs_are_another_user = run_uid != os.geteuid()
     private = {os.path.realpath(p) for p in private_dirs}
     main_private = os.path.realpath(private_dirs[0]) if private_dirs else None
     candidates = private | {os.path.realpath(p) for p in hidden_paths}
@@ -105,6 +119,11 @@ def setup_fs_view(
             view.notes.append(f"cannot mask {mask} ({exc})")
             continue
         view.masks.append(mask)
+        if (is_private and jobs_are_another_user) or not any(_is_within(p, mask) for p in view.exposed | view.skeleton):
+            try:
+                view.clean_sizes[mask] = os.stat(mask).st_size  # a fresh tmpfs, plus our skeleton
+            except OSError:  # pragma: no cover
+                pass
         if mask == main_private:
             view.private_dirs.insert(0, mask)  # the job directories go there (see job_root)
         elif is_private:

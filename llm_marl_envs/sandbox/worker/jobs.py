@@ -43,11 +43,10 @@ class JobRunner:
         budget = float(job["limits"]["job_timeout_s"])
         state = _JobState(len(tests), started + budget)
         job_dir = self.job_dir
-        os.mkdir(job_dir, 0o700)  # cleanup() removed it after the previous job
+        os.mkdir(job_dir, 0o700)  # cleanup() removed it after the previous job (umask: 022)
         try:
             if self.s["uid"] is not None:
                 REAL.chown(job_dir, self.s["uid"], self.s["gid"])
-            REAL.chmod(job_dir, 0o700)
             assert_idx = [i for i, t in enumerate(tests) if t["kind"] == "assert"]
             io_idx = [i for i, t in enumerate(tests) if t["kind"] == "io"]
             if assert_idx or not io_idx:
@@ -64,7 +63,12 @@ class JobRunner:
     def cleanup(self) -> bool:
         """After the reply: end the job's processes, delete its files. False if that failed."""
         self.supervisor.finish()
-        return remove_path(self.job_dir) and self.wipe() is not False
+        try:
+            REAL.rmdir(self.job_dir)  # the common case: the job left its directory empty
+            removed = True
+        except OSError:
+            removed = remove_path(self.job_dir)
+        return removed and self.wipe() is not False
 
     def _spec(self, job: dict[str, Any], mode: str, indices: list[int], job_dir: str, timeout: float,
               state: _JobState, stdin: bytes = b"", output_cap: int | None = None) -> RunSpec:

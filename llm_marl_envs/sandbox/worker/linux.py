@@ -79,6 +79,31 @@ def set_process_name(name: bytes) -> None:
     _libc.prctl(PR_SET_NAME, ctypes.addressof(buf), 0, 0, 0)
 
 
+class PreparedPrctl:
+    """One ``prctl`` call with its arguments converted in advance, for freshly forked children.
+
+    Built once in the fork server; calling it in a job process then touches only a few
+    objects (a plain ``prctl()`` call converts its arguments through ``argtypes``, and
+    :func:`set_process_name` creates a ctypes array type: each costs dozens of copy-on-write
+    page faults in a process that has just been forked).
+    """
+
+    def __init__(self, option: int, arg2: int | bytes) -> None:
+        self._keep = None
+        if isinstance(arg2, bytes):  # a string argument (PR_SET_NAME): pass its address
+            self._keep = ctypes.create_string_buffer(arg2)
+            arg2 = ctypes.addressof(self._keep)
+        self._call = _libc["prctl"]  # a function object of its own, without argtypes
+        self._call.restype = ctypes.c_int
+        zero = ctypes.c_ulong(0)
+        self._args = (ctypes.c_int(option), ctypes.c_ulong(arg2), zero, zero, zero)
+
+    def __call__(self) -> None:
+        if self._call(*self._args) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"prctl: {os.strerror(err)}")
+
+
 def limit_malloc_arenas(count: int) -> None:
     """glibc ``mallopt(M_ARENA_MAX, count)``, inherited by forked children; no-op elsewhere."""
     try:

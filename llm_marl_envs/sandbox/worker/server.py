@@ -98,6 +98,7 @@ class ForkServer:
         os.environ.clear()
         os.environ.update(settings["env"])
         os.environ.update(HOME=self.job_dir, TMPDIR=self.job_dir, PWD=self.job_dir)
+        os.umask(0o022)  # likewise the umask (and the job directory's mkdir(0o700) is then exact)
         for name in settings.get("preload", ()):
             try:
                 importlib.import_module(name)
@@ -143,9 +144,10 @@ class ForkServer:
         }
 
     def serve(self, sock: _socket.socket) -> None:
+        frames = P.FrameReader(sock)
         while True:
             try:
-                request = P.recv_frame(sock)
+                request = frames.read()
             except (EOFError, OSError, P.ProtocolError):
                 return
             op = request.get("op") if isinstance(request, dict) else None
@@ -160,9 +162,9 @@ class ForkServer:
                 P.send_frame(sock, reply)
             except OSError:
                 return
-            # Only now: the caller already has its reply while the job's processes are killed
-            # and its files deleted. A job that cannot be cleaned up ends this worker (the
-            # caller starts a fresh one): the next job must not see anything of it.
+            # Only now: the caller already has its reply while the job's files are deleted
+            # (and, without pidfds, its processes killed). A job that cannot be cleaned up ends
+            # this worker (the caller starts a fresh one): the next job must not see anything of it.
             if op == "job" and not self.runner.cleanup():
                 os._exit(3)
 

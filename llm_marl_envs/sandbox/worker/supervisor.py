@@ -10,12 +10,13 @@ reparented to it), so a daemonised or ``setsid`` grandchild cannot outlive its j
 The result pipe is read lazily: each record carries the child's monotonic time, so the
 deadline of the current phase is known from the last record read, and the pipe only needs
 to be drained when the child is done or when that deadline falls due. A job whose tests are
-fast thus wakes the fork server once, not several times per test (each wake-up would also
-copy the pages this process shares with the child). "Done" is the hang-up of the result
-pipe, which the harness closes right after its final record: the fork server can reply
-while the kernel is still tearing the child down, and waits for it, kills whatever the job
-left behind and cleans up in :meth:`Supervisor.finish` (before the next run, and after the
-reply has been sent).
+fast thus wakes the fork server once, when the child has exited (see :meth:`Supervisor._watch`):
+while the child lives, every page the fork server writes is copied, so it does its work
+(parsing the records, the reply, the clean-up) after the child's address space is gone. It
+then kills whatever the job left behind, before the reply; the job's files are deleted
+after it. (Without pidfds, Linux < 5.3, "done" is the hang-up of the result pipe, which the
+harness closes right after its final record: the fork server replies while the child exits,
+and reaps it in :meth:`Supervisor.finish`, before the next run.)
 """
 
 from __future__ import annotations
@@ -139,16 +140,17 @@ class _RecordReader:
     def _parse_lines(self) -> None:
         lines = self.pending.split(b"\n")
         self.pending = bytearray(lines.pop())
+        now, nonce, parse, apply = time.monotonic(), self.nonce, P.parse_record, self._apply
         for line in lines:
-            record = P.parse_record(line, self.nonce)
+            record = parse(line, nonce)
             if record is not None:
-                self._apply(record)
+                apply(record, now)
 
-    def _apply(self, record: P.Record) -> None:
+    def _apply(self, record: P.Record, now: float) -> None:
         kind, index, _flag, when, payload = record
         result = self.result
         # The child's clock is the same as ours; a value outside [fork, now] is clamped.
-        when = min(max(when, self.phase_start), time.monotonic())
+        when = min(max(when, self.phase_start), now)
         if not result.ready:
             if kind == P.REC_READY:
                 result.ready = True
@@ -200,12 +202,29 @@ class _RecordReader:
         return "timeout"
 
 
+class _Watch:
+    """The poll loop's state for one run, made before the fork (see Supervisor._watch)."""
+
+    def __init__(self, spec: RunSpec, nonce: str, res_r: int, out_r: int, err_r: int, started: float) -> None:
+        self.spec, self.res_r, self.out_r, self.err_r = spec, res_r, out_r, err_r
+        self.result = RunResult()
+        self.reader = _RecordReader(res_r, nonce, self.result, spec, started)
+        self.outputs = {out_r: bytearray(), err_r: bytearray()}
+        self.totals = {out_r: 0, err_r: 0}
+        self.poller = select.poll()
+        for fd in self.outputs:
+            self.poller.register(fd, select.POLLIN)
+        # The first sleep: until the reader's first look (nothing can be due before it).
+        self.first_timeout_ms = int((self.reader.check_at - started) * 1000) + 1
+
+
 class Supervisor:
     """Runs job processes for one fork server."""
 
     def __init__(self, *, is_pid1: bool) -> None:
         self.is_pid1 = is_pid1
         self._unreaped: list[int] = []  # job processes that reported everything but may still run
+        self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)  # the stdin of most runs
 
     def finish(self) -> None:
         """Kill and reap what the last run left (its process, daemons, ...). Idempotent."""
@@ -228,20 +247,25 @@ class Supervisor:
             pass
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        stdin_fd = _stdin_fd(spec.stdin)
+        stdin_fd = _stdin_fd(spec.stdin) if spec.stdin else self._devnull
         spec.child.stdin_fd, spec.child.stdout_fd = stdin_fd, out_w
         spec.child.stderr_fd, spec.child.result_fd = err_w, res_w
         started = time.monotonic()
+        # Everything the poll loop needs is made before the fork: see _watch.
+        watch = _Watch(spec, nonce, res_r, out_r, err_r, started)
         pid = REAL.fork()
         if pid == 0:  # pragma: no cover - the job process (coverage cannot follow os._exit)
             try:
                 _child_main(spec, nonce, res_w)
             finally:
                 os._exit(INFRA_EXIT_CODE)  # never return into the fork server's code
-        for fd in (res_w, out_w, err_w, stdin_fd):
-            os.close(fd)
+        os.close(res_w)
+        os.close(out_w)
+        os.close(err_w)
+        if stdin_fd != self._devnull:
+            os.close(stdin_fd)
         try:
-            result = self._watch(spec, pid, nonce, res_r, out_r, err_r, started)
+            result = self._watch(watch, pid)
         finally:
             for fd in (res_r, out_r, err_r):
                 try:
@@ -254,32 +278,44 @@ class Supervisor:
         return result
 
     # -- the poll loop -------------------------------------------------------------------
-    def _watch(self, spec: RunSpec, pid: int, nonce: str, res_r: int, out_r: int, err_r: int,
-               started: float) -> RunResult:
-        result = RunResult()
-        reader = _RecordReader(res_r, nonce, result, spec, started)
+    def _watch(self, w: _Watch, pid: int) -> RunResult:
+        """Wait for the child to exit (or to be killed), then collect what it left.
+
+        While the child lives, every page this process writes is copied (copy-on-write,
+        ~3 us each, and a few hundred pages per run); once the child's address space is gone
+        the kernel only makes them writable again (~1 us). So between the fork and the exit
+        this process does as little as it can: the poll loop's objects were made before the
+        fork, and it sleeps until the child has exited, not until the result pipe's hang-up
+        (the harness closes it just before exiting): the records are parsed, the reply built
+        and sent and the job cleaned up once the child is gone. It wakes earlier only for
+        the child's output (to enforce the caps) and at the deadline of what the child is
+        doing (:class:`_RecordReader`).
+        """
+        spec, result, reader, poller = w.spec, w.result, w.reader, w.poller
+        outputs, totals, res_r, out_r, err_r = w.outputs, w.totals, w.res_r, w.out_r, w.err_r
         pidfd = _pidfd_open(pid)
-        poller = select.poll()
-        outputs = {out_r: bytearray(), err_r: bytearray()}
-        totals = {out_r: 0, err_r: 0}
-        for fd in outputs:
-            poller.register(fd, select.POLLIN)
         if pidfd is not None:
             poller.register(pidfd, select.POLLIN)
-        poller.register(res_r, 0)  # no POLLIN: woken only by the hang-up (everyone closed it)
+        else:  # pragma: no cover - Linux < 5.3: the hang-up says the run is done
+            poller.register(res_r, 0)  # no POLLIN: woken only by the hang-up (everyone closed it)
         exited, finished, rusage = False, False, None
+        at_end: list[int] = []  # output pipes read to their end
+        timeout_ms: int | None = w.first_timeout_ms if pidfd is not None else 20
         try:
             while not exited and not finished:
-                if result.killed is None and time.monotonic() >= reader.check_at:
-                    reader.drain()
-                    if reader.overflowed:
-                        self._kill(pid, result, "channel")
-                    elif reader.expired(time.monotonic()):
-                        self._kill(pid, result, reader.expiry_reason())
-                wait = None if result.killed is not None else max(0.0, reader.check_at - time.monotonic())
-                if pidfd is None:  # pragma: no cover - Linux < 5.3: poll for the exit
-                    wait = 0.02 if wait is None else min(wait, 0.02)
-                for fd, _event in poller.poll(None if wait is None else int(wait * 1000) + 1):
+                if timeout_ms is None:  # not the first round: what is due, and until when to sleep
+                    if result.killed is None and time.monotonic() >= reader.check_at:
+                        reader.drain()
+                        if reader.overflowed:
+                            self._kill(pid, result, "channel")
+                        elif reader.expired(time.monotonic()):
+                            self._kill(pid, result, reader.expiry_reason())
+                    wait = None if result.killed is not None else max(0.0, reader.check_at - time.monotonic())
+                    if pidfd is None:  # pragma: no cover - Linux < 5.3: poll for the exit
+                        wait = 0.02 if wait is None else min(wait, 0.02)
+                    timeout_ms = None if wait is None else int(wait * 1000) + 1
+                events, timeout_ms = poller.poll(timeout_ms), None
+                for fd, _event in events:
                     if fd == pidfd:
                         poller.unregister(pidfd)
                     elif fd == res_r:
@@ -288,6 +324,7 @@ class Supervisor:
                         finished = result.active == "done" and result.killed is None
                     elif not _read_output(fd, outputs[fd], totals, spec.output_cap):
                         poller.unregister(fd)
+                        at_end.append(fd)
                     elif totals[fd] > spec.output_cap and result.killed is None:
                         self._kill(pid, result, "output")
                 done, status, usage = _try_reap(pid)
@@ -306,7 +343,7 @@ class Supervisor:
         # The pipes hold all the job wrote before its final record (and, if it is dead, all
         # there will ever be). Output written later, by a leftover process, does not count.
         for fd, buf in outputs.items():
-            for _ in range(64):  # bounded: a leftover daemon may still be writing
+            for _ in range(0 if fd in at_end else 64):  # bounded: a leftover daemon may still be writing
                 if not (_ready(fd) and _read_output(fd, buf, totals, spec.output_cap)):
                     break
         reader.drain(final=True)
@@ -334,6 +371,10 @@ class Supervisor:
 
     def kill_leftovers(self, pid: int) -> None:
         """Kill and reap every process the job left behind (daemons, setsid grandchildren)."""
+        if not _reap_all():
+            # No child left, so nothing of the job is: a process whose parent dies is
+            # re-parented to this one (PID 1 of the namespace, or child subreaper).
+            return
         try:
             REAL.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -397,8 +438,6 @@ def _child_main(spec: RunSpec, nonce: str, res_w: int) -> None:  # pragma: no co
 
 
 def _stdin_fd(data: bytes) -> int:
-    if not data:
-        return os.open(os.devnull, os.O_RDONLY)
     try:
         fd = os.memfd_create("stdin", 0)
     except (AttributeError, OSError):  # pragma: no cover - memfd needs Linux >= 3.17
