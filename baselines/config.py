@@ -163,7 +163,8 @@ class LogConfig:
     wandb: bool = False
     wandb_project: str = "llm-marl-envs"
     save_every: int = 0
-    log_every: int = 1
+    #: print a one-line summary (reward, per-agent gradient norms) every N steps (0 = never)
+    log_every: int = 10
     progress: bool = True
     plot: bool = True
     #: also write each step's sample table (can be large)
