@@ -340,7 +340,9 @@ def load_config(
         layers.append(loaded)
     layers.append(base or {})
     parsed = [parse_override(item) for item in overrides]
-    kwargs_given = _given(layers, parsed, ["env", "kwargs"])
+    kwargs_given = any(isinstance(layer.get("env"), dict) and "kwargs" in layer["env"] for layer in layers) or any(
+        keys[:2] == ["env", "kwargs"] for keys, _ in parsed
+    )
     for layer in layers:
         _merge(data, layer)
     env_name = next((v for k, v in reversed(parsed) if k == ["env", "name"]), data["env"]["name"])
@@ -349,13 +351,6 @@ def load_config(
     for keys, value in parsed:
         apply_override(data, keys, value)
     return from_dict(TrainConfig, data)
-
-
-def _given(layers: list[dict[str, Any]], parsed: list[tuple[list[str], Any]], key: list[str]) -> bool:
-    """Whether a config layer or an override sets ``key`` (a two-level path) or something below it."""
-    section, name = key
-    in_layers = any(isinstance(layer.get(section), dict) and name in layer[section] for layer in layers)
-    return in_layers or any(keys[:2] == key for keys, _ in parsed)
 
 
 def _merge(into: dict[str, Any], new: dict[str, Any]) -> None:

@@ -196,14 +196,10 @@ class Sandbox:
                 if self._closed:
                     break
                 continue
-            if reply.get("bad_test"):
-                bad = self._check_bad_test(job, reply["bad_test"])
-                if bad is not None:
-                    return self._infra(job, bad, started)
-            if reply.get("infra_error"):
-                error = str(reply["infra_error"])
-                continue
-            return result_from_reply(job, reply, self.config, time.perf_counter() - started, dict(self._isolation))
+            outcome = self._outcome(job, reply, started)
+            if isinstance(outcome, ExecResult):
+                return outcome
+            error = outcome
         return self._infra(job, error, started)
 
     def _call(self, slot: int, request: dict[str, Any], limits: dict[str, Any]) -> tuple[dict | None, str]:
@@ -211,7 +207,7 @@ class Sandbox:
         try:
             worker = self._worker(slot)
             request = {"op": "job", "id": next(self._request_ids), "job": request}
-            deadline = time.monotonic() + float(limits["job_timeout_s"]) * 1.5 + REPLY_GRACE_S
+            deadline = reply_deadline(limits)
             return worker.call(request, deadline), ""
         except (EOFError, OSError, TimeoutError, P.ProtocolError, SandboxError) as exc:
             return None, self._worker_failed(slot, worker, exc)
@@ -266,7 +262,7 @@ class Sandbox:
                 index, attempt, request_id = inflight[0]
                 limits = batch.requests[index]["limits"]
                 # The fork server starts a queued job when it replies to the previous one.
-                deadline = time.monotonic() + float(limits["job_timeout_s"]) * 1.5 + REPLY_GRACE_S
+                deadline = reply_deadline(limits)
                 reply = _io(worker.receive, request_id, deadline)
                 inflight.popleft()
                 if inflight:
@@ -292,20 +288,25 @@ class Sandbox:
         """Record job ``index``'s outcome, or queue it again after an infrastructure failure."""
         job, started = batch.jobs[index], batch.started[index] or time.perf_counter()  # (never started: 0 s)
         if reply is not None:
-            if reply.get("bad_test"):
-                bad = self._check_bad_test(job, reply["bad_test"])
-                if bad is not None:
-                    batch.results[index] = self._infra(job, bad, started)
-                    return
-            if not reply.get("infra_error"):
-                batch.results[index] = result_from_reply(job, reply, self.config, time.perf_counter() - started,
-                                                         dict(self._isolation))
+            outcome = self._outcome(job, reply, started)
+            if isinstance(outcome, ExecResult):
+                batch.results[index] = outcome
                 return
-            error = str(reply["infra_error"])
+            error = outcome
         if attempt < self.config.infra_retries and not self._closed:
             batch.put_back(index, attempt + 1)
         else:
             batch.results[index] = self._infra(job, error, started)
+
+    def _outcome(self, job: Job, reply: dict[str, Any], started: float) -> ExecResult | str:
+        """A fork server's reply as the job's result, or the infrastructure error to retry on."""
+        if reply.get("bad_test"):
+            bad = self._check_bad_test(job, reply["bad_test"])
+            if bad is not None:
+                return self._infra(job, bad, started)
+        if reply.get("infra_error"):
+            return str(reply["infra_error"])
+        return result_from_reply(job, reply, self.config, time.perf_counter() - started, dict(self._isolation))
 
     def _worker(self, slot: int) -> WorkerProcess:
         """The fork server of ``slot``, started afresh if there is none or it died."""
@@ -381,6 +382,11 @@ class Sandbox:
         if self.config.raise_on_infra_error:
             raise SandboxError(message)
         return infra_result(job, message, time.perf_counter() - started)
+
+
+def reply_deadline(limits: dict[str, Any]) -> float:
+    """When to give up waiting for the reply to a job with ``limits`` that starts now."""
+    return time.monotonic() + float(limits["job_timeout_s"]) * 1.5 + REPLY_GRACE_S
 
 
 class _WorkerIOError(Exception):
