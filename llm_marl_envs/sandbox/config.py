@@ -58,7 +58,8 @@ class SandboxConfig:
         to the network namespace), allow_subprocesses, private_dirs, hidden_paths, env
         (the complete environment of job processes), tmp_root (job directories when no
         private /tmp is available).
-    Pool: workers (default: CPUs available to this process), preload_modules,
+    Pool: workers (default: CPUs available to this process), pin_workers (each fork server and
+        its jobs on one CPU; default: when the workers cover the CPUs evenly), preload_modules,
         infra_retries (re-runs of a job on a fresh worker after an infrastructure failure),
         raise_on_infra_error (raise SandboxError instead of returning a flagged result),
         start_timeout_s, python (interpreter for the workers; default sys.executable).
@@ -88,6 +89,7 @@ class SandboxConfig:
     env: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ENV))
     tmp_root: str | None = None
     workers: int | None = None
+    pin_workers: bool | None = None
     preload_modules: tuple[str, ...] = DEFAULT_PRELOAD
     infra_retries: int = 1
     raise_on_infra_error: bool = False
@@ -119,6 +121,25 @@ class SandboxConfig:
             return max(1, len(os.sched_getaffinity(0)))
         except (AttributeError, OSError):  # pragma: no cover - not Linux
             return max(1, os.cpu_count() or 1)
+
+    def worker_cpu(self, index: int, allowed: list[int] | None = None) -> int | None:
+        """The CPU that fork server ``index`` (and every job it runs) is pinned to; None: not pinned.
+
+        ``allowed``: the CPUs to use (default: those this process may run on). Worker ``i``
+        gets the ``i``-th of them, round robin. ``pin_workers=None`` pins only when the pool
+        covers them evenly (``workers`` a multiple of their number, as by default), so that
+        several pools, in one process or in many, still spread over all CPUs.
+        """
+        if self.pin_workers is False:
+            return None
+        if allowed is None:
+            try:
+                allowed = sorted(os.sched_getaffinity(0))
+            except (AttributeError, OSError):  # pragma: no cover - not Linux
+                return None
+        if len(allowed) < 2 or (self.pin_workers is None and self.pool_size % len(allowed) != 0):
+            return None
+        return allowed[index % len(allowed)]
 
     def job_limits(self, timeout_s: float | None, n_tests: int) -> dict[str, Any]:
         """The per-job limits sent to the fork server."""

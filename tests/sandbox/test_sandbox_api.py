@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 
@@ -228,3 +229,30 @@ def test_config_validation():
     assert SandboxConfig().pool_size >= 1
     limits = SandboxConfig(timeout_s=2).job_limits(None, 3)
     assert (limits["timeout_s"], limits["cpu_time_s"], limits["job_timeout_s"]) == (2.0, 2.0, 8.0)
+
+
+def test_the_fork_servers_warm_up_leaves_nothing_for_jobs_to_see(sandbox):
+    # The warm-up ran the harness on programs of its own (solution.py, tests named L0...,
+    # an I/O program) inside the fork server: none of it may show in a job.
+    program = ("import linecache, sys\n"
+               "LINE = linecache.getline('solution.py', 2)\n"
+               "def f(x):\n    return 1 // x\n")
+    res = sandbox.run(program, [AssertTest("assert LINE.startswith('LINE = linecache')", name="L0"),
+                                AssertTest("assert f(0) == 1", name="L1")])
+    assert res.tests[0].passed, res.tests[0]
+    assert "return 1 // x" in res.tests[1].traceback and "assert f(0) == 1" in res.tests[1].traceback
+    io = sandbox.run("import sys\nprint(sys.argv, sys.modules['__main__'].__file__, sys.stdin.read())",
+                     [IOTest("in put", "['solution.py'] solution.py in put\n")])
+    assert io.tests[0].passed, io.tests[0]
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="checks CPython 3.11's quickening")
+def test_job_processes_inherit_warm_harness_code(sandbox):
+    # The fork server ran the harness before forking any job, so the harness's bytecode is
+    # already quickened (rewritten in place) in a fresh job process: it does not copy those pages.
+    program = ("import dis, sys\n"
+               "write = sys.modules['llm_sandbox_worker.harness'].BoundedText.write.__code__\n"
+               "QUICK = [i.opname for i in dis.get_instructions(write, adaptive=True)] != "
+               "[i.opname for i in dis.get_instructions(write)]\n")
+    res = sandbox.run(program, [AssertTest("assert QUICK")])
+    assert res.tests[0].passed, res.tests[0]

@@ -294,3 +294,26 @@ def test_isolation_report(sandbox):
         assert key in iso
     if os.geteuid() == 0:
         assert iso["privileges_dropped"] and iso["run_uid"] == 65534
+
+
+def test_which_cpu_each_worker_is_pinned_to():
+    cpus = [3, 5]
+    pinned = [small_config(workers=n).worker_cpu(i, cpus) for n in (2, 4) for i in range(n)]
+    assert pinned == [3, 5, 3, 5, 3, 5]
+    # Uneven pools are not pinned unless asked to; a single CPU or pin_workers=False never is.
+    assert [small_config(workers=3).worker_cpu(i, cpus) for i in range(3)] == [None, None, None]
+    assert [small_config(workers=3, pin_workers=True).worker_cpu(i, cpus) for i in range(3)] == [3, 5, 3]
+    assert small_config(workers=2, pin_workers=False).worker_cpu(0, cpus) is None
+    assert small_config(workers=2, pin_workers=True).worker_cpu(1, [7]) is None
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_pinned_workers_and_their_jobs_stay_on_one_cpu_each():
+    allowed = sorted(os.sched_getaffinity(0))
+    probe = Job("import os\nprint(sorted(os.sched_getaffinity(0)))\n", [])
+    with Sandbox(small_config(workers=2, pin_workers=True)) as sb:
+        assert sorted(tuple(os.sched_getaffinity(pid)) for pid in server_pids(sb)) == [(allowed[0],), (allowed[1],)]
+        seen = {r.stdout.strip() for r in sb.run_batch([probe] * 8)}
+        assert seen <= {f"[{allowed[0]}]", f"[{allowed[1]}]"} and seen
+    with Sandbox(small_config(workers=2, pin_workers=False)) as sb:
+        assert {r.stdout.strip() for r in sb.run_batch([probe] * 4)} == {str(allowed)}

@@ -31,6 +31,7 @@ import types
 from typing import Any, NoReturn
 
 from . import protocol as P
+from .child import RESULT_FD
 from .report import describe, truncate
 
 PROGRAM_FILE = "solution.py"
@@ -135,13 +136,20 @@ def _syntax_error_text(exc: BaseException, limit: int) -> str:
 def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: list[int]) -> NoReturn:
     """Entry point in the confined child. Never returns (ends with ``os._exit``)."""
     # Everything used after the program starts is bound here, before it can patch anything.
-    write, exit_now, clock, cpu, stamp = os.write, os._exit, time.perf_counter, time.process_time, time.monotonic
-    close = os.close
-    dumps, run_code, settrace, setprofile = json.dumps, exec, sys.settrace, sys.setprofile
+    clock, cpu, run_code, settrace, setprofile = time.perf_counter, time.process_time, exec, sys.settrace, sys.setprofile
+    emit, finish = _reporter(nonce, RESULT_FD, os.write, os.close, os._exit, time.monotonic, json.dumps)
     limit = int(job["limits"]["report_chars"])
     hard = int(job["limits"]["output_bytes"])
-    fd = 3
+    emit(P.REC_READY, -1, True, {})
+    if mode == "io":
+        _run_io(job, test_indices[0], emit, finish, limit, clock, cpu, run_code)
+    else:
+        _run_asserts(job, test_indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile)
+    finish()
 
+
+def _reporter(nonce: str, fd: int, write, close, exit_now, stamp, dumps):  # noqa: ANN001, ANN202
+    """The record writer ``emit`` and the final ``finish`` of one job process."""
     queued: list[str] = []
 
     def emit(kind: str, index: int, flag: bool, payload: dict[str, Any] | str, now: bool = True) -> None:
@@ -166,12 +174,65 @@ def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: li
             pass
         exit_now(0)
 
-    emit(P.REC_READY, -1, True, {})
-    if mode == "io":
-        _run_io(job, test_indices[0], emit, finish, limit, clock, cpu, run_code)
-    else:
-        _run_asserts(job, test_indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile)
-    finish()
+    return emit, finish
+
+
+class _WarmUpDone(Exception):
+    pass
+
+
+def warm_up(rounds: int = 12) -> None:
+    """Run the harness here, in the fork server, on small jobs of both kinds, without side effects.
+
+    CPython 3.11 rewrites a function's bytecode while it warms up (quickening, then
+    specialisation) and fills its caches as code runs. Done in every job process, each such
+    write copies a page (copy-on-write) and the rewriting itself costs CPU. Done once here,
+    every job process inherits warm code (about 4 % more jobs per second on HumanEval, see
+    docs/sandbox.md). Leaves no trace: the standard streams and descriptors 0-2, ``sys.argv``,
+    ``sys.modules`` and ``linecache`` are restored, and nothing is written anywhere.
+    """
+    def stop(_code: int = 0) -> NoReturn:
+        raise _WarmUpDone
+
+    limits = {"report_chars": 4096, "output_bytes": 1 << 20}
+    assert_jobs = [
+        {"program": "def f(x):\n    return x\n", "setup": "candidate = f\n", "limits": limits,
+         "tests": [{"code": f"assert candidate({i}) == {i}", "name": f"L{i}"} for i in range(6)]
+         + [{"code": "print('out')\nassert candidate(1) == 2, 'no'", "name": "L9"}]},
+        {"program": "raise ValueError('x')\n", "setup": "", "limits": limits, "tests": [{"code": "pass", "name": "L1"}]},
+    ]
+    io_job = {"program": "import sys\nprint(len(sys.stdin.read()))\n", "limits": limits, "tests": [{"stdin": ""}]}
+    saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__
+    saved_argv, saved_main = sys.argv, sys.modules.get("__main__")
+    null = os.open(os.devnull, os.O_RDWR)
+    saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
+    try:
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)  # the I/O path reads and writes descriptors 0-2
+        for _ in range(rounds):
+            for job in (*assert_jobs, io_job):
+                emit, finish = _reporter("warm-up", null, os.write, lambda _fd: None, stop, time.monotonic, json.dumps)
+                emit(P.REC_READY, -1, True, {})
+                try:
+                    if job is io_job:
+                        _run_io(job, 0, emit, finish, 4096, time.perf_counter, time.process_time, exec)
+                    else:
+                        _run_asserts(job, list(range(len(job["tests"]))), emit, finish, 4096, 1 << 20,
+                                     time.perf_counter, time.process_time, exec, sys.settrace, sys.setprofile)
+                    finish()
+                except _WarmUpDone:
+                    pass
+    finally:
+        for fd, saved in zip((0, 1, 2), saved_fds):
+            os.dup2(saved, fd)
+            os.close(saved)
+        os.close(null)
+        sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved_streams
+        sys.argv = saved_argv
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+        sys.modules.pop("solution", None)
+        linecache.clearcache()
 
 
 def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile) -> None:  # noqa: ANN001, PLR0913

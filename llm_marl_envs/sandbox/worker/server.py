@@ -34,6 +34,14 @@ from .supervisor import Supervisor
 def main(argv: list[str]) -> None:
     sock_fd, settings = int(argv[0]), json.loads(argv[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if settings.get("cpu") is not None:
+        # This process and every job it forks run on one CPU: a job then starts on the CPU
+        # its fork server runs on, whose caches hold the pages it shares with it, and the
+        # fork server is woken there when the job ends (about 3 % more jobs per second).
+        try:
+            os.sched_setaffinity(0, {int(settings["cpu"])})
+        except OSError:  # e.g. no longer an allowed CPU: run unpinned
+            pass
     sys.dont_write_bytecode = True
     report = enter_namespaces(bool(settings["use_namespaces"]))
     if report["pid_ns"]:
@@ -107,8 +115,9 @@ class ForkServer:
         # Modules the harness needs in every job process, loaded once here. Never `threading`
         # or `random` (nor what imports them: subprocess, tempfile, secrets, statistics): they
         # register at-fork hooks that would run Python code in every job process (~1 ms each).
-        from . import harness  # noqa: F401
+        from . import harness
 
+        harness.warm_up()
         gc.collect()
         gc.freeze()  # keep the warm heap out of the children's garbage collections (less copy-on-write)
         linux.trim_heap()
