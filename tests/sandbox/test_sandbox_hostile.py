@@ -333,6 +333,12 @@ def test_secrets_of_the_caller_are_not_readable(sandbox):
         assert "65534 65534 []" in res.stdout
 
 
+def test_jobs_do_not_see_how_their_fork_server_was_started(sandbox):
+    program = "import sys\nprint(sys.argv, sorted(vars(sys.modules['__main__'])))\n"
+    res = sandbox.run(program, [A("pass")])
+    assert res.stdout.strip() == "['solution.py'] ['__doc__', '__loader__', '__name__', '__package__', '__spec__']"
+
+
 def test_no_network_even_to_a_local_listener(sandbox):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

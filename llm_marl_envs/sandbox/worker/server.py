@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import traceback
+import types
 from typing import Any
 
 from . import linux
@@ -26,6 +27,7 @@ from . import protocol as P
 from .child import RESULT_FD, ChildSpec, confine
 from .fsview import FsView, python_paths, remove_path, setup_fs_view
 from .guard import REAL, install_guard
+from .harness import PROGRAM_FILE
 from .jobs import JobRunner
 from .namespaces import enter_namespaces
 from .supervisor import Supervisor
@@ -33,6 +35,10 @@ from .supervisor import Supervisor
 
 def main(argv: list[str]) -> None:
     sock_fd, settings = int(argv[0]), json.loads(argv[1])
+    # Jobs inherit sys.argv and __main__: they see neither how this process was started (its
+    # settings) nor the variables of the bootstrap code that started it.
+    sys.argv = [PROGRAM_FILE]
+    sys.modules["__main__"] = types.ModuleType("__main__")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if settings.get("cpu") is not None:
         # This process and every job it forks run on one CPU: a job then starts on the CPU
