@@ -205,7 +205,7 @@ def warm_up(rounds: int = 12) -> None:
     saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__
     saved_argv, saved_main = sys.argv, sys.modules.get("__main__")
     null = os.open(os.devnull, os.O_RDWR)
-    saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
+    saved_fds = [_dup_or_none(fd) for fd in (0, 1, 2)]
     try:
         for fd in (0, 1, 2):
             os.dup2(null, fd)  # the I/O path reads and writes descriptors 0-2
@@ -224,8 +224,11 @@ def warm_up(rounds: int = 12) -> None:
                     pass
     finally:
         for fd, saved in zip((0, 1, 2), saved_fds):
-            os.dup2(saved, fd)
-            os.close(saved)
+            if saved is None:  # it was closed before
+                os.close(fd)
+            else:
+                os.dup2(saved, fd)
+                os.close(saved)
         os.close(null)
         sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved_streams
         sys.argv = saved_argv
@@ -233,6 +236,13 @@ def warm_up(rounds: int = 12) -> None:
             sys.modules["__main__"] = saved_main
         sys.modules.pop("solution", None)
         linecache.clearcache()
+
+
+def _dup_or_none(fd: int) -> int | None:
+    try:
+        return os.dup(fd)
+    except OSError:  # not open
+        return None
 
 
 def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile) -> None:  # noqa: ANN001, PLR0913
