@@ -160,9 +160,10 @@ class SandboxConfig:
             "report_chars": int(self.report_chars),
         }
 
-    def worker_settings(self) -> dict[str, Any]:
-        """The fork server's start-up settings."""
+    def worker_settings(self, index: int) -> dict[str, Any]:
+        """The start-up settings of fork server ``index``."""
         return {
+            "cpu": self.worker_cpu(index),
             "use_namespaces": self.use_namespaces,
             "drop_privileges": self.drop_privileges,
             "uid": self.uid,

@@ -54,16 +54,13 @@ class WorkerProcess:
 
     def __init__(self, config: SandboxConfig, index: int) -> None:
         self.index = index
-        self.cpu = config.worker_cpu(index)  # the CPU it runs on (None: any)
         self.ready_info: dict[str, Any] | None = None
         self._log = tempfile.TemporaryFile()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            settings = config.worker_settings()
-            settings["cpu"] = self.cpu
             cmd = [
                 config.python or sys.executable, "-I", "-B", "-c", _BOOTSTRAP,
-                WORKER_DIR, str(child.fileno()), json.dumps(settings),
+                WORKER_DIR, str(child.fileno()), json.dumps(config.worker_settings(index)),
             ]
             self.proc = subprocess.Popen(
                 cmd, pass_fds=(child.fileno(),), env=_worker_environment(), cwd="/",

@@ -136,8 +136,13 @@ def _syntax_error_text(exc: BaseException, limit: int) -> str:
 def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: list[int]) -> NoReturn:
     """Entry point in the confined child. Never returns (ends with ``os._exit``)."""
     # Everything used after the program starts is bound here, before it can patch anything.
-    clock, cpu, run_code, settrace, setprofile = time.perf_counter, time.process_time, exec, sys.settrace, sys.setprofile
     emit, finish = _reporter(nonce, RESULT_FD, os.write, os.close, os._exit, time.monotonic, json.dumps)
+    _run_job(job, mode, test_indices, emit, finish)
+
+
+def _run_job(job: dict[str, Any], mode: str, test_indices: list[int], emit, finish) -> NoReturn:  # noqa: ANN001
+    """Run ``job``'s program and tests, reporting through ``emit``; ends with ``finish()``."""
+    clock, cpu, run_code, settrace, setprofile = time.perf_counter, time.process_time, exec, sys.settrace, sys.setprofile
     limit = int(job["limits"]["report_chars"])
     hard = int(job["limits"]["output_bytes"])
     emit(P.REC_READY, -1, True, {})
@@ -211,15 +216,10 @@ def warm_up(rounds: int = 12) -> None:
             os.dup2(null, fd)  # the I/O path reads and writes descriptors 0-2
         for _ in range(rounds):
             for job in (*assert_jobs, io_job):
+                mode = "io" if job is io_job else "assert"
                 emit, finish = _reporter("warm-up", null, os.write, lambda _fd: None, stop, time.monotonic, json.dumps)
-                emit(P.REC_READY, -1, True, {})
                 try:
-                    if job is io_job:
-                        _run_io(job, 0, emit, finish, 4096, time.perf_counter, time.process_time, exec)
-                    else:
-                        _run_asserts(job, list(range(len(job["tests"]))), emit, finish, 4096, 1 << 20,
-                                     time.perf_counter, time.process_time, exec, sys.settrace, sys.setprofile)
-                    finish()
+                    _run_job(job, mode, list(range(len(job["tests"]))), emit, finish)
                 except _WarmUpDone:
                     pass
     finally:
