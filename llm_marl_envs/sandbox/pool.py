@@ -1,7 +1,7 @@
 """One fork-server process as seen from the caller: start it, talk to it, kill it.
 
-The fork server is a fresh interpreter (``python -I -B``: no user site, no ``PYTHON*``
-variables, no bytecode writes) started with a minimal environment, in its own session, with
+The fork server is a fresh interpreter (``python -I -S -B``: no user site, no ``PYTHON*``
+variables, no bytecode writes, no :mod:`site`: see :mod:`.worker.sitepath`) started with a minimal environment, in its own session, with
 one end of a socket pair. It loads :mod:`llm_marl_envs.sandbox.worker` straight from its
 files, as a top-level package named ``llm_sandbox_worker``, without importing
 ``llm_marl_envs`` (whose ``__init__`` may import heavy libraries), so its warm heap holds
@@ -38,6 +38,7 @@ spec = importlib.util.spec_from_file_location(
 module = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = module
 spec.loader.exec_module(module)
+importlib.import_module("{WORKER_PACKAGE}.sitepath").set_up_import_path()  # before anything else
 importlib.import_module("{WORKER_PACKAGE}.server").main(sys.argv[2:])
 """
 
@@ -59,7 +60,7 @@ class WorkerProcess:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             cmd = [
-                config.python or sys.executable, "-I", "-B", "-c", _BOOTSTRAP,
+                config.python or sys.executable, "-I", "-S", "-B", "-c", _BOOTSTRAP,
                 WORKER_DIR, str(child.fileno()), json.dumps(config.worker_settings(index)),
             ]
             self.proc = subprocess.Popen(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
 import sys
 
 import pytest
@@ -256,3 +259,44 @@ def test_job_processes_inherit_warm_harness_code(sandbox):
                "[i.opname for i in dis.get_instructions(write)]\n")
     res = sandbox.run(program, [AssertTest("assert QUICK")])
     assert res.tests[0].passed, res.tests[0]
+
+
+def test_jobs_import_from_the_same_directories_as_python_minus_i(sandbox):
+    # Fork servers start without `site` (-S) and build the import path themselves: a job must
+    # see every directory a plain `python -I` has, site-packages included (numpy is installed),
+    # and the same answers from site.getsitepackages() and sys.prefix.
+    show = "import json, site, sys\nprint(json.dumps([sys.path, site.getsitepackages(), sys.prefix]))\n"
+    expected = subprocess.run([sys.executable, "-I", "-c", show], capture_output=True, text=True, check=True).stdout
+    res = sandbox.run("import numpy\n" + show, [IOTest("", "")])
+    assert res.ok and res.tests[0].error_type is None, res.tests[0]
+    (path, site_dirs, prefix), (want_path, want_site_dirs, want_prefix) = json.loads(res.tests[0].stdout), json.loads(expected)
+    assert [p for p in path if os.path.exists(p)] == [p for p in want_path if os.path.exists(p)]
+    assert (site_dirs, prefix) == (want_site_dirs, want_prefix)
+
+
+def test_exit_and_quit_are_defined_in_jobs(sandbox):
+    # `site` defines them; competitive-programming solutions call them to stop early.
+    io = sandbox.run("print('a')\nexit(0)\nprint('b')", [IOTest("", "a\n")])
+    assert io.tests[0].passed, io.tests[0]
+    io = sandbox.run("print('a')\nquit()", [IOTest("", "a\n")])
+    assert io.tests[0].passed, io.tests[0]
+    res = sandbox.run("ok = callable(help) and 'license' in str(license.__class__).lower() or True",
+                      [AssertTest("assert callable(help) and callable(copyright) and ok")])
+    assert res.tests[0].passed, res.tests[0]
+
+
+def test_pth_files_add_their_paths_but_run_no_code(tmp_path, monkeypatch):
+    from llm_marl_envs.sandbox.worker import sitepath
+
+    (tmp_path / "extra").mkdir()
+    marker = tmp_path / "ran"
+    (tmp_path / "a.pth").write_text(f"# a comment\nextra\nmissing-dir\nimport os; open({str(marker)!r}, 'w')\n\n")
+    (tmp_path / ".hidden.pth").write_text("extra2\n")
+    (tmp_path / "extra2").mkdir()
+    assert sitepath._pth_paths(str(tmp_path)) == [str(tmp_path / "extra")]
+    assert not marker.exists()
+    monkeypatch.setattr(sitepath.site, "getsitepackages", lambda prefixes=None: [str(tmp_path)])
+    monkeypatch.setattr(sys, "path", ["/first"])
+    sitepath.set_up_import_path()
+    assert sys.path == ["/first", str(tmp_path), str(tmp_path / "extra")]
+    assert not marker.exists()

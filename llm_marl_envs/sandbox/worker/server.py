@@ -1,6 +1,7 @@
 """The fork server ("zygote"): one per pool slot, serving job requests from the caller.
 
-Started by the caller as ``python -I -B -c <bootstrap> <worker dir> <socket fd> <settings>``
+Started by the caller as ``python -I -S -B -c <bootstrap> <worker dir> <socket fd> <settings>``
+(the bootstrap first sets up the import path: :mod:`.sitepath`)
 with a scrubbed environment. It enters its namespaces (:mod:`.namespaces`), becomes PID 1
 of its PID namespace when it has one, sets up its file-system view (:mod:`.fsview`),
 pre-imports the configured modules (so jobs do not pay for them), checks that a confined
