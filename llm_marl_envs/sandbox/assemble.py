@@ -13,6 +13,7 @@ from typing import Any
 from .compare import outputs_match
 from .config import SandboxConfig
 from .results import AssertTest, ExecResult, IOTest, Job, TestResult
+from .testcode import TestCodeCache
 
 
 def validate_job(job: Any) -> Job:
@@ -45,7 +46,8 @@ def test_names(job: Job) -> list[str]:
     return [t.name or f"test_{i}" for i, t in enumerate(job.tests)]
 
 
-def build_request(job: Job, config: SandboxConfig) -> dict[str, Any]:
+def build_request(job: Job, config: SandboxConfig, test_code: TestCodeCache | None = None) -> dict[str, Any]:
+    """The fork server's request for ``job``; with ``test_code``, its set-up and tests compiled."""
     names = test_names(job)
     tests: list[dict[str, Any]] = []
     for test, name in zip(job.tests, names):
@@ -55,12 +57,16 @@ def build_request(job: Job, config: SandboxConfig) -> dict[str, Any]:
             expected_bytes = len(test.expected_stdout.encode("utf-8", "surrogateescape"))
             cap = max(config.max_output_bytes, 2 * expected_bytes + 1024)
             tests.append({"kind": "io", "stdin": test.stdin, "name": name, "output_cap": cap})
-    return {
+    request = {
         "program": job.program,
         "setup": job.setup,
         "tests": tests,
         "limits": config.job_limits(job.timeout_s, len(tests)),
     }
+    compiled = test_code.encoded(job.setup, tests) if test_code is not None else None
+    if compiled is not None:
+        request["compiled"] = compiled
+    return request
 
 
 def clean(text: Any, limit: int) -> str:

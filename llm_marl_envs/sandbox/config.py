@@ -62,7 +62,9 @@ class SandboxConfig:
         its jobs on one CPU; default: when the workers cover the CPUs evenly), preload_modules,
         infra_retries (re-runs of a job on a fresh worker after an infrastructure failure),
         raise_on_infra_error (raise SandboxError instead of returning a flagged result),
-        start_timeout_s, python (interpreter for the workers; default sys.executable).
+        start_timeout_s, python (interpreter for the workers; default sys.executable),
+        cache_test_code (compile each distinct set-up + assert tests once, in the caller, and
+        send the code with the requests; only when ``python`` is this interpreter).
     """
 
     timeout_s: float = 5.0
@@ -95,6 +97,7 @@ class SandboxConfig:
     raise_on_infra_error: bool = False
     start_timeout_s: float = 60.0
     python: str | None = None
+    cache_test_code: bool = True
 
     def __post_init__(self) -> None:
         positive = ("timeout_s", "memory_mb", "file_size_mb", "open_files", "max_processes", "tmpfs_size_mb",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
+import sys
 import threading
 import time
 import weakref
@@ -28,6 +29,7 @@ from .assemble import build_request, infra_result, result_from_reply, validate_j
 from .config import SandboxConfig
 from .pool import WorkerProcess
 from .results import AssertTest, ExecResult, IOTest, Job, SandboxError
+from .testcode import TestCodeCache
 from .worker import protocol as P
 
 REPLY_GRACE_S = 30.0  # beyond the job's own budget, how long to wait for a fork server's reply
@@ -58,6 +60,11 @@ class Sandbox:
         self._owner_pid = os.getpid()
         self._executor: ThreadPoolExecutor | None = None
         self._request_ids = iter(range(1, 1 << 62))
+        # Set-ups and assert tests compiled here, once per distinct test set (see testcode.py);
+        # only where the fork servers run this very interpreter (the job process checks too).
+        same_python = self.config.python is None or os.path.realpath(self.config.python) == os.path.realpath(
+            sys.executable)
+        self._test_code = TestCodeCache() if self.config.cache_test_code and same_python else None
         self._isolation: dict[str, Any] = {}
         self._idle_lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _kill_workers, self._workers)
@@ -86,6 +93,11 @@ class Sandbox:
         """What the fork servers report: namespaces, privilege drop, private /tmp, notes."""
         return dict(self._isolation)
 
+    @property
+    def test_code_hits(self) -> int:
+        """How many requests carried compiled tests (``cache_test_code``; 0 when it is off)."""
+        return self._test_code.hits if self._test_code is not None else 0
+
     def worker_pids(self) -> list[int]:
         """Process ids of the running fork servers (for monitoring and tests)."""
         return [w.pid for w in self._workers if w is not None and w.alive()]
@@ -109,7 +121,7 @@ class Sandbox:
         executor = self._get_executor()
         if executor is None:
             return [self._execute(job) for job in checked]
-        batch = _Batch(checked, self.config)
+        batch = _Batch(checked, self.config, self._test_code)
         tasks = [executor.submit(self._drain, batch) for _ in range(min(self._size, len(checked)))]
         for task in tasks:
             task.exception()  # waits
@@ -177,7 +189,7 @@ class Sandbox:
 
     def _execute(self, job: Job) -> ExecResult:
         started = time.perf_counter()
-        request = build_request(job, self.config)
+        request = build_request(job, self.config, self._test_code)
         limits = request["limits"]
         error = "the sandbox is closed"
         for _attempt in range(self.config.infra_retries + 1):
@@ -249,7 +261,7 @@ class Sandbox:
                 while item is not None and len(inflight) < 2:
                     index, attempt = item
                     request_id = next(self._request_ids)
-                    frame = P.encode_frame({"op": "job", "id": request_id, "job": batch.requests[index]})
+                    frame = P.encode_frame({"op": "job", "id": request_id, "job": batch.request(index)})
                     if inflight and len(frame) > QUEUED_REQUEST_MAX_BYTES:
                         break  # sent once the running job has replied
                     _io(worker.send, frame)
@@ -260,7 +272,7 @@ class Sandbox:
                 if not inflight:
                     return item if item is not None else batch.take()
                 index, attempt, request_id = inflight[0]
-                limits = batch.requests[index]["limits"]
+                limits = batch.request(index)["limits"]
                 # The fork server starts a queued job when it replies to the previous one.
                 deadline = reply_deadline(limits)
                 reply = _io(worker.receive, request_id, deadline)
@@ -408,15 +420,23 @@ def _io(fn: Any, *args: Any) -> Any:
 class _Batch:
     """The jobs of one ``run_batch`` call, shared by the pool's tasks (see Sandbox._drain)."""
 
-    def __init__(self, jobs: list[Job], config: SandboxConfig) -> None:
+    def __init__(self, jobs: list[Job], config: SandboxConfig, test_code: TestCodeCache | None) -> None:
         self.jobs = jobs
-        self.requests = [build_request(job, config) for job in jobs]
+        self._config, self._test_code = config, test_code
+        self._requests: list[dict[str, Any] | None] = [None] * len(jobs)
         self.results: list[ExecResult | None] = [None] * len(jobs)
         self.started = [0.0] * len(jobs)
         self.failure: BaseException | None = None
         self._next = 0
         self._again: collections.deque[tuple[int, int]] = collections.deque()  # (index, attempt)
         self._lock = threading.Lock()
+
+    def request(self, index: int) -> dict[str, Any]:
+        """Job ``index``'s request, built when it is first sent (while the jobs before it run)."""
+        request = self._requests[index]
+        if request is None:  # (only the task that took the job builds it)
+            request = self._requests[index] = build_request(self.jobs[index], self._config, self._test_code)
+        return request
 
     def take(self) -> tuple[int, int] | None:
         """The next job to run, as (index, attempt): retries first; None when there is none."""

@@ -12,6 +12,8 @@ the setup code and the tests then run in a *copy* of its namespace in which the 
 own bindings of builtin names (e.g. a global ``abs``) are removed and ``__builtins__`` is
 a pristine copy, and in which the setup is executed after the program, so a program-defined
 ``check`` or ``candidate`` is overwritten. Each test gets its own stdout/stderr buffers.
+The set-up and the tests arrive compiled when the caller has seen the test set before
+(``..testcode``); they are loaded before the program runs, and compiled here otherwise.
 
 I/O mode (APPS / CodeContests style): the program runs as ``__main__`` with the test's
 stdin on fd 0; stdout/stderr go to pipes the fork server reads. The comparison with the
@@ -20,10 +22,13 @@ expected output is done by the caller, not here.
 
 from __future__ import annotations
 
+import binascii
 import builtins
+import importlib.util
 import io
 import json
 import linecache
+import marshal
 import os
 import sys
 import time
@@ -32,10 +37,11 @@ from typing import Any, NoReturn
 
 from . import protocol as P
 from .child import RESULT_FD
+from .protocol import SETUP_FILE, test_file_name
 from .report import describe, truncate
 
 PROGRAM_FILE = "solution.py"
-SETUP_FILE = "<setup>"
+_MAGIC = importlib.util.MAGIC_NUMBER  # the bytecode version: code the caller compiled must match
 _PRISTINE_BUILTINS = dict(builtins.__dict__)  # captured in the fork server, before any job
 
 
@@ -100,13 +106,40 @@ class _BoundedBytes:
 
 def _compile(source: str, filename: str) -> types.CodeType:
     code = compile(source, filename, "exec", dont_inherit=True)
+    _remember_source(source, filename)
+    return code
+
+
+def _load_compiled(job: dict[str, Any], indices: list[int]) -> tuple[Any, list[Any]] | None:
+    """The set-up and tests as the caller compiled them (see ..testcode), if usable here.
+
+    None when the request has none, or they are for another bytecode version: the job process
+    then compiles the sources itself.
+    """
+    blob, tests = job.get("compiled"), job["tests"]
+    if not isinstance(blob, str):
+        return None
+    try:
+        magic, setup_code, test_codes = marshal.loads(binascii.a2b_base64(blob))
+    except Exception:  # noqa: BLE001 - unreadable: compile the sources instead
+        return None
+    if magic != _MAGIC or not isinstance(setup_code, types.CodeType) or len(test_codes) != len(tests):
+        return None
+    if not all(isinstance(test_codes[i], types.CodeType) for i in indices):
+        return None
+    _remember_source(job.get("setup") or "", SETUP_FILE)
+    for i in indices:
+        _remember_source(tests[i]["code"], test_file_name(tests[i]["name"]))
+    return setup_code, [(i, test_codes[i]) for i in indices]
+
+
+def _remember_source(source: str, filename: str) -> None:
     # What tracebacks need to show the source lines: the program's lines are split lazily (it
     # may be large); linecache refuses lazy entries for "<...>" names (tests: small anyway).
     if filename.startswith("<"):
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     else:
         linecache.lazycache(filename, {"__name__": filename, "__loader__": _SourceLoader(source)})
-    return code
 
 
 class _SourceLoader:
@@ -207,6 +240,10 @@ def warm_up(rounds: int = 12) -> None:
         {"program": "raise ValueError('x')\n", "setup": "", "limits": limits, "tests": [{"code": "pass", "name": "L1"}]},
     ]
     io_job = {"program": "import sys\nprint(len(sys.stdin.read()))\n", "limits": limits, "tests": [{"stdin": ""}]}
+    first = assert_jobs[0]  # the same job again, with its set-up and tests compiled as the caller does
+    codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True) for t in first["tests"])
+    blob = marshal.dumps((_MAGIC, compile(first["setup"], SETUP_FILE, "exec", dont_inherit=True), codes))
+    assert_jobs.append({**first, "compiled": binascii.b2a_base64(blob, newline=False).decode("ascii")})
     saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__
     saved_argv, saved_main = sys.argv, sys.modules.get("__main__")
     null = os.open(os.devnull, os.O_RDWR)
@@ -246,19 +283,7 @@ def _dup_or_none(fd: int) -> int | None:
 
 
 def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile) -> None:  # noqa: ANN001, PLR0913
-    tests = job["tests"]
-    try:
-        setup_code = _compile(job.get("setup") or "", SETUP_FILE)
-    except BaseException as exc:  # noqa: BLE001
-        emit(P.REC_BAD_TEST, -1, False, {"error": _syntax_error_text(exc, limit)})
-        finish()
-    compiled = []
-    for i in indices:
-        try:
-            compiled.append((i, _compile(tests[i]["code"], f"<test {tests[i]['name']}>")))
-        except BaseException as exc:  # noqa: BLE001
-            emit(P.REC_BAD_TEST, i, False, {"error": _syntax_error_text(exc, limit)})
-            finish()
+    setup_code, compiled = _load_compiled(job, indices) or _compile_tests(job, indices, emit, finish, limit)
     try:
         program = _compile(job["program"], PROGRAM_FILE)
     except BaseException as exc:  # noqa: BLE001
@@ -334,6 +359,24 @@ def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, 
             continue
         info.update(stdout=out.getvalue(), stderr=err.getvalue(), wall_time_s=wall, cpu_time_s=used)
         emit(P.REC_RESULT, index, passed, info, now=False)  # sent with the next BEGIN or the END
+
+
+def _compile_tests(job, indices, emit, finish, limit):  # noqa: ANN001, ANN202
+    """Compile the set-up and the tests ``indices``; a broken one ends the run (``REC_BAD_TEST``)."""
+    tests = job["tests"]
+    try:
+        setup_code = _compile(job.get("setup") or "", SETUP_FILE)
+    except BaseException as exc:  # noqa: BLE001
+        emit(P.REC_BAD_TEST, -1, False, {"error": _syntax_error_text(exc, limit)})
+        finish()
+    compiled = []
+    for i in indices:
+        try:
+            compiled.append((i, _compile(tests[i]["code"], test_file_name(tests[i]["name"]))))
+        except BaseException as exc:  # noqa: BLE001
+            emit(P.REC_BAD_TEST, i, False, {"error": _syntax_error_text(exc, limit)})
+            finish()
+    return setup_code, compiled
 
 
 def _run_io(job, index, emit, finish, limit, clock, cpu, run_code) -> None:  # noqa: ANN001

@@ -39,6 +39,14 @@ REC_BEGIN = "begin"  # test <index> starts
 REC_RESULT = "result"  # test <index> finished: flag 1 = passed
 REC_END = "end"  # the run is complete
 
+# The file names of a job's set-up and assert tests, in tracebacks. The caller compiles them
+# under these names too (..testcode), so the job process can show their source lines.
+SETUP_FILE = "<setup>"
+
+
+def test_file_name(name: str) -> str:
+    return f"<test {name}>"
+
 
 class ProtocolError(Exception):
     """The peer broke the frame protocol (the fork server or the caller, never the program)."""
