@@ -5,7 +5,7 @@ pass@k evaluation scores *k* samples per problem. Compiling a one-line assert co
 on the 2-core VM, about as much as running it. Without this cache, every job process compiles
 its setup and every test again. :class:`TestCodeCache` compiles them in the caller once a test
 set repeats, and keeps the result as it travels in the request: the code objects, marshalled
-and base64-encoded. The job process then only unmarshals them (~2 µs per test).
+and hex-encoded. The job process then only unmarshals them (~2 µs per test).
 
 Only the task's own code is compiled here: the set-up and the assert tests, which come from the
 dataset, not from the model. The model's program is compiled and run in the job process
@@ -18,7 +18,6 @@ sources, which always travel too, as do the sources the tracebacks show.
 
 from __future__ import annotations
 
-import binascii
 import collections
 import importlib.util
 import marshal
@@ -85,8 +84,9 @@ def _compile_encoded(setup: str, tests: list[dict[str, Any]]) -> str | None:
                            if t["kind"] == "assert" else None for t in tests)
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError):
         return None  # the job process compiles it and reports the broken test
-    data = marshal.dumps((importlib.util.MAGIC_NUMBER, setup_code, test_codes))
-    blob = binascii.b2a_base64(data, newline=False).decode("ascii")
+    # Hex, not base64: bytes.fromhex needs no module in the fork server (binascii would add
+    # a shared library, zlib, to every fork; see docs/sandbox.md "A small fork server").
+    blob = marshal.dumps((importlib.util.MAGIC_NUMBER, setup_code, test_codes)).hex()
     return blob if len(blob) <= MAX_BLOB_CHARS else None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import binascii
 import importlib.util
 import marshal
 
@@ -26,7 +25,7 @@ def test_a_test_set_is_compiled_from_its_second_use_and_then_reused():
     assert "compiled" not in _request(cache)  # first use: the job process compiles it
     second, third = _request(cache), _request(cache)
     assert second["compiled"] == third["compiled"] and cache.hits == 2
-    magic, setup_code, codes = marshal.loads(binascii.a2b_base64(second["compiled"]))
+    magic, setup_code, codes = marshal.loads(bytes.fromhex(second["compiled"]))
     assert magic == importlib.util.MAGIC_NUMBER and setup_code.co_filename == "<setup>"
     assert [c.co_filename for c in codes] == ["<test ok>", "<test bad>"]
     # Another name, setup or code is another test set.
@@ -46,7 +45,7 @@ def test_what_the_cache_leaves_to_the_job_process():
     assert cache.hits == 0
     mixed = [IOTest("1", "1"), TESTS[0]]
     _request(cache, mixed)
-    _, _, codes = marshal.loads(binascii.a2b_base64(_request(cache, mixed)["compiled"]))
+    _, _, codes = marshal.loads(bytes.fromhex(_request(cache, mixed)["compiled"]))
     assert codes[0] is None and codes[1].co_filename == "<test ok>"
 
 
@@ -63,7 +62,7 @@ def test_the_job_process_ignores_code_it_cannot_use():
     request = _request(None)
     indices = [0, 1]
     assert harness._load_compiled(request, indices) is None  # none sent
-    for blob in ("not base64 !", binascii.b2a_base64(b"junk").decode(),
+    for blob in ("not hex !", b"junk".hex(),
                  _blob(b"\x00\x00\r\n", "", ["pass", "pass"]),  # another bytecode version
                  _blob(importlib.util.MAGIC_NUMBER, "", ["pass"])):  # not one code per test
         assert harness._load_compiled({**request, "compiled": blob}, indices) is None
@@ -74,7 +73,7 @@ def test_the_job_process_ignores_code_it_cannot_use():
 
 def _blob(magic: bytes, setup: str, tests: list[str]) -> str:
     codes = tuple(compile(t, f"<test {i}>", "exec") for i, t in enumerate(tests))
-    return binascii.b2a_base64(marshal.dumps((magic, compile(setup, "<setup>", "exec"), codes))).decode()
+    return marshal.dumps((magic, compile(setup, "<setup>", "exec"), codes)).hex()
 
 
 def test_repeated_jobs_give_the_same_results_with_compiled_tests(sandbox):

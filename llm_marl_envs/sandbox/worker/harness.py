@@ -22,7 +22,6 @@ expected output is done by the caller, not here.
 
 from __future__ import annotations
 
-import binascii
 import builtins
 import importlib.util
 import io
@@ -120,7 +119,7 @@ def _load_compiled(job: dict[str, Any], indices: list[int]) -> tuple[Any, list[A
     if not isinstance(blob, str):
         return None
     try:
-        magic, setup_code, test_codes = marshal.loads(binascii.a2b_base64(blob))
+        magic, setup_code, test_codes = marshal.loads(bytes.fromhex(blob))
     except Exception:  # noqa: BLE001 - unreadable: compile the sources instead
         return None
     if magic != _MAGIC or not isinstance(setup_code, types.CodeType) or len(test_codes) != len(tests):
@@ -243,7 +242,7 @@ def warm_up(rounds: int = 12) -> None:
     first = assert_jobs[0]  # the same job again, with its set-up and tests compiled as the caller does
     codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True) for t in first["tests"])
     blob = marshal.dumps((_MAGIC, compile(first["setup"], SETUP_FILE, "exec", dont_inherit=True), codes))
-    assert_jobs.append({**first, "compiled": binascii.b2a_base64(blob, newline=False).decode("ascii")})
+    assert_jobs.append({**first, "compiled": blob.hex()})
     saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__
     saved_argv, saved_main = sys.argv, sys.modules.get("__main__")
     null = os.open(os.devnull, os.O_RDWR)
