@@ -39,7 +39,9 @@ def test_what_the_cache_leaves_to_the_job_process():
     broken = [AssertTest("assert add(1, 2) ==", "broken")]
     huge = [AssertTest("assert add(1, 2) == 3" + " " * MAX_SOURCE_CHARS, "huge")]
     io_only = [IOTest("1", "1")]
-    for tests in (broken, huge, io_only):
+    null_byte = [AssertTest("assert True\x00", "nul")]
+    too_deep = [AssertTest("assert " + "(" * 300 + "1" + ")" * 300, "deep")]
+    for tests in (broken, huge, io_only, null_byte, too_deep):
         for _ in range(3):
             assert "compiled" not in _request(cache, tests)
     assert cache.hits == 0
