@@ -104,3 +104,14 @@ def test_the_job_process_runs_the_code_the_caller_sent():
         failing = [AssertTest("assert False", "t")]
         outcomes = [sb.run("x = 1", failing).tests[0].passed for _ in range(3)]
     assert outcomes == [False, True, True]  # compiled by the job process, then the caller's code
+
+
+def test_reruns_after_a_dead_test_use_the_compiled_tests_too(sandbox):
+    # Test 1 kills its process: the tests after it re-run in a fresh one, from the same request.
+    program = "import os\ndef f(x):\n    if x == 1:\n        os._exit(3)\n    return x\n"
+    tests = [AssertTest(f"assert f({i}) == {i}", f"t{i}") for i in range(4)]
+    before = sandbox.test_code_hits
+    outcomes = [[(t.passed, t.error_type) for t in sandbox.run(program, tests).tests] for _ in range(3)]
+    assert sandbox.test_code_hits - before >= 2  # runs 2 and 3 (and their re-runs) carried compiled tests
+    assert outcomes[0] == outcomes[1] == outcomes[2] == [
+        (True, None), (False, "ProcessExited"), (True, None), (True, None)]
