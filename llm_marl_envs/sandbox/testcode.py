@@ -7,13 +7,14 @@ its setup and every test again. :class:`TestCodeCache` compiles them in the call
 set repeats, and keeps the result as it travels in the request: the code objects, marshalled
 and hex-encoded. The job process then only unmarshals them (~2 µs per test).
 
-Only the task's own code is compiled here: the set-up and the assert tests, which come from the
-dataset, not from the model. The model's program is compiled and run in the job process
-only. Compiling runs nothing, and test sets above 16 KB of source are left to the job process,
-so a huge test set cannot stall the caller. A test set that does not compile is left to the
-job process too, which reports the broken test as usual. The job process uses the code only if it was compiled by
-the same bytecode version (the magic number travels with it). Otherwise it compiles the
-sources, which always travel too, as do the sources the tracebacks show.
+Only a job's set-up and assert tests are compiled here (in our tasks, they come from the
+dataset); the model's program is compiled and run in the job process only. Compiling runs
+nothing, and test sets above 16 KB of source are left to the job process, so a huge test set
+cannot stall the caller (where tests are model-written, ``cache_test_code=False`` keeps even
+their compilation out of it). A test set that does not compile is left to the job process
+too, which reports the broken test as usual. The job process uses the code only if it was
+compiled for its own bytecode version (the magic number travels with it); otherwise it
+compiles the sources, which always travel too, as do the sources the tracebacks show.
 """
 
 from __future__ import annotations
