@@ -2,10 +2,11 @@
 
 The fork server is a fresh interpreter (``python -I -S -B``: no user site, no ``PYTHON*``
 variables, no bytecode writes, no :mod:`site`, see :mod:`.worker.sitepath`) started with a
-minimal environment, in its own session, with one end of a socket pair. It loads :mod:`llm_marl_envs.sandbox.worker` straight from its
-files, as a top-level package named ``llm_sandbox_worker``, without importing
-``llm_marl_envs`` (whose ``__init__`` may import heavy libraries), so its warm heap holds
-nothing but the standard library and the preloaded modules.
+minimal environment, in its own session, with one end of a socket pair. It loads
+:mod:`llm_marl_envs.sandbox.worker` straight from its files, as a top-level package named
+``llm_sandbox_worker``, without importing ``llm_marl_envs`` (whose ``__init__`` may import
+heavy libraries), so its warm heap holds nothing but the standard library and the preloaded
+modules.
 """
 
 from __future__ import annotations

@@ -254,15 +254,20 @@ class Sandbox:
         is done.
         """
         inflight: collections.deque[tuple[int, int, int]] = collections.deque()  # (index, attempt, id)
+        held: tuple[int, bytes] | None = None  # (id, frame) of `item`, too big to queue: sent next
         worker = None
         try:
             worker = _io(self._worker, slot)
             while True:
                 while item is not None and len(inflight) < 2:
                     index, attempt = item
-                    request_id = next(self._request_ids)
-                    frame = P.encode_frame({"op": "job", "id": request_id, "job": batch.request(index)})
+                    if held is None:
+                        request_id = next(self._request_ids)
+                        frame = P.encode_frame({"op": "job", "id": request_id, "job": batch.request(index)})
+                    else:
+                        (request_id, frame), held = held, None
                     if inflight and len(frame) > QUEUED_REQUEST_MAX_BYTES:
+                        held = request_id, frame
                         break  # sent once the running job has replied
                     _io(worker.send, frame)
                     if not inflight:

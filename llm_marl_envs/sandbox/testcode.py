@@ -20,12 +20,10 @@ compiles the sources, which always travel too, as do the sources the tracebacks 
 from __future__ import annotations
 
 import collections
-import importlib.util
-import marshal
 import threading
 from typing import Any
 
-from .worker.protocol import SETUP_FILE, test_file_name
+from .worker.protocol import compile_test_set
 
 MAX_SOURCE_CHARS = 16 << 10  # larger test sets are compiled by the job process, as before
 MAX_BLOB_CHARS = 32 << 10  # likewise larger results: a request must stay small (see run_batch)
@@ -80,14 +78,9 @@ def _remember(entries: collections.OrderedDict[Any, Any], key: Any, value: Any, 
 
 def _compile_encoded(setup: str, tests: list[dict[str, Any]]) -> str | None:
     try:
-        setup_code = compile(setup, SETUP_FILE, "exec", dont_inherit=True)
-        test_codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True)
-                           if t["kind"] == "assert" else None for t in tests)
+        blob = compile_test_set(setup, tests)
     except Exception:  # noqa: BLE001 - SyntaxError, ValueError (null bytes), RecursionError, ...
         return None  # the job process compiles it and reports the broken test
-    # Hex, not base64: bytes.fromhex needs no module in the fork server (binascii would add
-    # a shared library, zlib, to every fork; see docs/sandbox.md "A small fork server").
-    blob = marshal.dumps((importlib.util.MAGIC_NUMBER, setup_code, test_codes)).hex()
     return blob if len(blob) <= MAX_BLOB_CHARS else None
 
 

@@ -23,11 +23,9 @@ expected output is done by the caller, not here.
 from __future__ import annotations
 
 import builtins
-import importlib.util
 import io
 import json
 import linecache
-import marshal
 import os
 import sys
 import time
@@ -40,7 +38,6 @@ from .protocol import SETUP_FILE, test_file_name
 from .report import describe, truncate
 
 PROGRAM_FILE = "solution.py"
-_MAGIC = importlib.util.MAGIC_NUMBER  # the bytecode version: code the caller compiled must match
 _PRISTINE_BUILTINS = dict(builtins.__dict__)  # captured in the fork server, before any job
 
 
@@ -115,21 +112,14 @@ def _load_compiled(job: dict[str, Any], indices: list[int]) -> tuple[Any, list[A
     None when the request has none, or they are for another bytecode version: the job process
     then compiles the sources itself.
     """
-    blob, tests = job.get("compiled"), job["tests"]
-    if not isinstance(blob, str):
-        return None
-    try:
-        magic, setup_code, test_codes = marshal.loads(bytes.fromhex(blob))
-    except Exception:  # noqa: BLE001 - unreadable: compile the sources instead
-        return None
-    if magic != _MAGIC or not isinstance(setup_code, types.CodeType) or len(test_codes) != len(tests):
-        return None
-    if not all(isinstance(test_codes[i], types.CodeType) for i in indices):
+    tests = job["tests"]
+    loaded = P.load_test_set(job.get("compiled"), len(tests))
+    if loaded is None or not all(isinstance(loaded[1][i], types.CodeType) for i in indices):
         return None
     _remember_source(job.get("setup") or "", SETUP_FILE)
     for i in indices:
         _remember_source(tests[i]["code"], test_file_name(tests[i]["name"]))
-    return setup_code, [(i, test_codes[i]) for i in indices]
+    return loaded[0], [(i, loaded[1][i]) for i in indices]
 
 
 def _remember_source(source: str, filename: str) -> None:
@@ -240,9 +230,7 @@ def warm_up(rounds: int = 12) -> None:
     ]
     io_job = {"program": "import sys\nprint(len(sys.stdin.read()))\n", "limits": limits, "tests": [{"stdin": ""}]}
     first = assert_jobs[0]  # the same job again, with its set-up and tests compiled as the caller does
-    codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True) for t in first["tests"])
-    blob = marshal.dumps((_MAGIC, compile(first["setup"], SETUP_FILE, "exec", dont_inherit=True), codes))
-    assert_jobs.append({**first, "compiled": blob.hex()})
+    assert_jobs.append({**first, "compiled": P.compile_test_set(first["setup"], first["tests"])})
     saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__
     saved_argv, saved_main = sys.argv, sys.modules.get("__main__")
     null = os.open(os.devnull, os.O_RDWR)

@@ -1,4 +1,5 @@
-"""Wire formats: caller <-> fork server frames, and child -> fork server result records.
+"""Wire formats: caller <-> fork server frames, child -> fork server result records, and the
+compiled set-up and tests a request may carry (:func:`compile_test_set`).
 
 Frames (control socket, trusted both ways): a 4-byte big-endian length, then that many
 bytes of UTF-8 JSON. JSON, never pickle, so a compromised worker cannot run code in the
@@ -18,12 +19,15 @@ server's, which times each phase with it without having to read every record at 
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import marshal
 import os
 import re
 import select
 import struct
 import time
+import types
 from typing import Any
 
 HEADER = struct.Struct(">I")
@@ -46,6 +50,35 @@ SETUP_FILE = "<setup>"
 
 def test_file_name(name: str) -> str:
     return f"<test {name}>"
+
+
+def compile_test_set(setup: str, tests: list[dict[str, Any]]) -> str:
+    """A request's set-up and assert tests compiled, as they travel (``"compiled"``).
+
+    The bytecode version, the set-up's code and one code per test (None for an I/O test),
+    marshalled and hex-encoded (``bytes.fromhex`` needs no module in the fork server). Raises
+    whatever ``compile`` raises.
+    """
+    setup_code = compile(setup, SETUP_FILE, "exec", dont_inherit=True)
+    test_codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True)
+                       if t.get("kind", "assert") == "assert" else None for t in tests)
+    return marshal.dumps((importlib.util.MAGIC_NUMBER, setup_code, test_codes)).hex()
+
+
+def load_test_set(blob: Any, n_tests: int) -> tuple[types.CodeType, tuple[Any, ...]] | None:
+    """The (set-up code, test codes) of :func:`compile_test_set`; None if unreadable, of another
+    bytecode version, or not one code per test."""
+    if not isinstance(blob, str):
+        return None
+    try:
+        magic, setup_code, test_codes = marshal.loads(bytes.fromhex(blob))
+    except Exception:  # noqa: BLE001 - unreadable: the sources are compiled instead
+        return None
+    if magic != importlib.util.MAGIC_NUMBER or not isinstance(setup_code, types.CodeType):
+        return None
+    if not isinstance(test_codes, tuple) or len(test_codes) != n_tests:
+        return None
+    return setup_code, test_codes
 
 
 class ProtocolError(Exception):
