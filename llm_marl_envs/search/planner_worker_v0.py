@@ -59,53 +59,40 @@ re-evaluated.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn
-from llm_marl_envs.data.multihop import WorldConfig, generate_world, parse_subquestion
+from llm_marl_envs.data.multihop import WorldConfig, generate_world
 from llm_marl_envs.data.qa_formats import QAExample, corpus_from_contexts
-from llm_marl_envs.retrieval import BM25Retriever, Document, Passage, RetrievalError, Retriever
-from llm_marl_envs.search.answers import exact_match, f1_score, normalize_answer
-from llm_marl_envs.search.reward import Evidence, ToolCall, rescore, supporting_recall, tool_validity
-from llm_marl_envs.search.tags import find_tags
-
-PLANNER_INSTRUCTIONS = """You are the planner of a research team answering a question from a document collection.
-{given}You cannot search yourself. Each turn write one of:
-- <dispatch worker="i">a self-contained sub-question</dispatch> to send worker i (0..{last}) a sub-question
-  (several dispatches to different workers are allowed in one turn); the workers' reports arrive next turn;
-- {finish}
-There are at most {turns} turns; the last one must {finish_short}."""
-
-WORKER_INSTRUCTIONS = """You are {name}, a search worker. The planner sends you sub-questions.
-For each: search the collection with <search>query</search> (at most {calls} searches per sub-question;
-each returns the top {k} passages), then write <report>your finding, as short as possible</report>.
-Only you see the passages you retrieve; the planner sees only your report."""
-
-ANSWERER_INSTRUCTIONS = """You are the answerer. You receive the question{given} and notes from the planner.
-Write the final answer as <answer>short answer</answer>."""
-
-_FINISH_PLANNER = "<answer>short final answer</answer> when you know the answer (this ends the episode)"
-_FINISH_HANDOFF = (
-    "<handoff>notes with everything the answerer needs</handoff> when enough is known; "
-    "the answerer then writes the final answer (this ends the episode)"
+from llm_marl_envs.retrieval import BM25Retriever, Document, Passage, Retriever
+from llm_marl_envs.search.answers import exact_match, f1_score
+from llm_marl_envs.search.planner_worker_actions import PlannerWorkerActions
+from llm_marl_envs.search.planner_worker_policies import (  # noqa: F401  (public names of this module)
+    _passages_in,
+    best_policy,
+    no_search_policy,
+    random_policy,
 )
+from llm_marl_envs.search.planner_worker_text import (  # noqa: F401
+    _FINISH_HANDOFF,
+    _FINISH_PLANNER,
+    _GIVEN_ANSWERER,
+    _GIVEN_PLANNER,
+    _PASSAGE,
+    _TOPIC_HEADER,
+    ANSWERER_INSTRUCTIONS,
+    PLANNER_INSTRUCTIONS,
+    WORKER_INSTRUCTIONS,
+    _topic_passages,
+    worker_name,
+)
+from llm_marl_envs.search.reward import Evidence, ToolCall, rescore, supporting_recall, tool_validity
 
-_GIVEN_PLANNER = "With the question you get the passage about its topic entity (no search needed for it).\n"
-_GIVEN_ANSWERER = ", the passage about its topic entity"
-_TOPIC_HEADER = "Passage about the question's topic entity:"
 
-_PASSAGE = re.compile(r'<passage id="(.*?)" title="(.*?)">\n(.*?)\n</passage>', re.DOTALL)
-
-
-def worker_name(i: int) -> str:
-    return f"worker_{i}"
-
-
-class raw_env(TextCollabEnv):
+class raw_env(PlannerWorkerActions, TextCollabEnv):
     """Planner / search-worker multi-hop QA (see the module docstring for the protocol).
 
     Args:
@@ -297,149 +284,6 @@ class raw_env(TextCollabEnv):
         else:
             self._worker_action(agent, action.text)
 
-    def _first(self, agent: str, text: str, name: str) -> str | None:
-        tags, unclosed = find_tags(text, name)
-        if unclosed:
-            self.flag_format(agent, f"{unclosed} unclosed <{name}> tag(s)")
-        if len(tags) > 1:
-            self.flag_format(agent, f"{len(tags)} <{name}> tags; only the first counts")
-        return tags[0].content if tags else None
-
-    def _planner_action(self, text: str) -> None:
-        answer = self._first("planner", text, "answer")
-        dispatches, unclosed = find_tags(text, "dispatch")
-        if unclosed:
-            self.flag_format("planner", f"{unclosed} unclosed <dispatch> tag(s)")
-        if self.answer_by == "planner":
-            if answer is not None:
-                if dispatches:
-                    self.flag_format("planner", "<dispatch> ignored: an <answer> ends the episode")
-                if not answer:
-                    self.flag_format("planner", "empty <answer>")
-                self.answer, self.answer_author, self.finished = answer, "planner", True
-                return
-        else:
-            if answer is not None:
-                self.flag_format("planner", "the planner cannot <answer> in this layout; use <handoff>")
-            handoff = self._first("planner", text, "handoff")
-            if handoff is not None:
-                if dispatches:
-                    self.flag_format("planner", "<dispatch> ignored: a <handoff> ends the episode")
-                self.handoff, self.finished = handoff, True
-                self.tell("answerer", f"{self._question_text()}\nNotes from the planner: {handoff}")
-                self.schedule("answerer")
-                return
-        if not dispatches:
-            usable = "<dispatch> or <answer>" if self.answer_by == "planner" else "<dispatch> or <handoff>"
-            self.flag_format("planner", f"no {usable} tag: nothing happens this turn")
-            return
-        for tag in dispatches:
-            self._dispatch(tag.attrs.get("worker"), tag.content)
-        for w in self.workers:  # queue in index order
-            if w in self.dispatched:
-                self.schedule(w)
-
-    def _dispatch(self, target: str | None, question: str) -> None:
-        if target is None:
-            free = [w for w in self.workers if w not in self.dispatched]
-            if not free:
-                self.flag_format("planner", "dispatch without worker= but every worker is busy; ignored")
-                return
-            worker = free[0]
-        else:
-            t = target.strip().lower().removeprefix("worker_").removeprefix("worker")
-            worker = worker_name(int(t)) if t.isdigit() else ""
-            if worker not in self.workers:
-                self.flag_format("planner", f"dispatch to unknown worker {target[:40]!r}; ignored")
-                return
-        if worker in self.dispatched:
-            self.flag_format("planner", f"second dispatch to {worker} in one turn; ignored")
-            return
-        if not question:
-            self.flag_format("planner", f"empty sub-question for {worker}; ignored")
-            return
-        if len(question) > self.max_report_chars:
-            self.flag_format("planner", f"sub-question of {len(question)} chars cut to {self.max_report_chars}")
-            question = question[: self.max_report_chars]
-        self.dispatched[worker] = question
-        self.calls_left[worker] = self.max_tool_calls
-        self.tell(
-            worker,
-            f"Sub-question from the planner: {question}\n"
-            f"Search with <search>query</search> (up to {self.max_tool_calls} times), "
-            "then write <report>...</report>.",
-        )
-
-    def _worker_action(self, worker: str, text: str) -> None:
-        report = self._first(worker, text, "report")
-        searches, unclosed = find_tags(text, "search")
-        if unclosed:
-            self.flag_format(worker, f"{unclosed} unclosed <search> tag(s)")
-        if report is not None:
-            if searches:
-                self.flag_format(worker, "<search> ignored: a <report> ends your part of the turn")
-            self._report(worker, report)
-            return
-        if not searches:
-            self.flag_format(worker, "neither <search> nor <report>: treated as an empty report")
-            self._report(worker, "")
-            return
-        if len(searches) > 1:
-            self.flag_format(worker, f"{len(searches)} <search> tags; only the first is run")
-        query = searches[0].content
-        self._turn_tool_calls += 1
-        if self.calls_left[worker] <= 0:
-            self.tool_calls[worker].append(ToolCall(self.turn, query[:200], "over_limit"))
-            self.flag_format(worker, f"tool-call limit of {self.max_tool_calls} reached; search not run")
-            self.tell(worker, "Tool-call limit reached: your part ends with an empty report.")
-            self._report(worker, "")
-            return
-        self.calls_left[worker] -= 1
-        self._search(worker, query)
-        self.schedule(worker)
-
-    def _search(self, worker: str, query: str) -> None:
-        if not any(ch.isalnum() for ch in query):
-            self.tool_calls[worker].append(ToolCall(self.turn, query[:200], "empty_query"))
-            self.flag_format(worker, "empty search query")
-            self.tell(worker, f"Empty query: nothing was searched. Searches left: {self.calls_left[worker]}.")
-            return
-        if len(query) > self.max_query_chars:
-            self.flag_format(worker, f"query of {len(query)} chars cut to {self.max_query_chars}")
-            query = query[: self.max_query_chars]
-        try:
-            hits: list[Passage] = self.retriever.search(query, self.top_k)
-        except RetrievalError as exc:
-            self.retrieval_errors += 1
-            self.tool_calls[worker].append(ToolCall(self.turn, query, "retrieval_error"))
-            self.tell(worker, f"[retrieval failed, not your fault: {str(exc)[:200]}]")
-            return
-        status = "ok" if hits else "no_results"
-        self.tool_calls[worker].append(ToolCall(self.turn, query, status, tuple(p.id for p in hits)))
-        for p in hits:
-            self.evidence.add(worker, p.id, p.title, p.text)
-        left = f"Searches left: {self.calls_left[worker]}."
-        if not hits:
-            self.tell(worker, f"No passage matched {query!r}. {left}")
-            return
-        self.tell(worker, "\n".join(self._passage_block(p) for p in hits) + f"\n{left}")
-
-    def _report(self, worker: str, report: str) -> None:
-        if len(report) > self.max_report_chars:
-            self.flag_format(worker, f"report of {len(report)} chars cut to {self.max_report_chars}")
-            report = report[: self.max_report_chars]
-        self.turn_reports.append((worker, self.dispatched.get(worker, ""), report))
-        self.reports.append((self.turn, worker, self.dispatched.get(worker, ""), report))
-
-    def _answerer_action(self, text: str) -> None:
-        answer = self._first("answerer", text, "answer")
-        if answer is None:
-            self.flag_format("answerer", "no <answer> tag: no answer given")
-            return
-        if not answer:
-            self.flag_format("answerer", "empty <answer>")
-        self.answer, self.answer_author = answer, "answerer"
-
     # ------------------------------------------------------------------ scoring
     def _end_turn(self) -> TurnOutcome:
         if self.turn_reports:
@@ -508,166 +352,3 @@ class raw_env(TextCollabEnv):
 
 
 env = make_env_fn(raw_env)
-
-
-def _topic_passages(examples: Sequence[QAExample], documents: Sequence[Document]) -> list[Document | None]:
-    """Each example's topic passage: its first supporting passage (by id, else by title).
-
-    Looked up in ``documents``, then in the example's own context; an example without one
-    is a clear error (pass ``topic_passage=False`` for data without supporting evidence).
-    """
-    by_id = {d.id: d for d in documents}
-    by_title: dict[str, Document] = {}
-    for d in documents:
-        by_title.setdefault(d.title, d)
-    out: list[Document | None] = []
-    missing = []
-    for ex in examples:
-        ctx_id = {d.id: d for d in ex.context}
-        ctx_title = {d.title: d for d in reversed(ex.context)}
-        doc = None
-        if ex.supporting_ids:
-            doc = by_id.get(ex.supporting_ids[0]) or ctx_id.get(ex.supporting_ids[0])
-        if doc is None and ex.supporting_titles:
-            doc = by_title.get(ex.supporting_titles[0]) or ctx_title.get(ex.supporting_titles[0])
-        if doc is None:
-            missing.append(ex.id)
-        out.append(doc)
-    if missing:
-        raise ValueError(
-            f"topic_passage=True but {len(missing)} question(s) have no findable first supporting passage "
-            f"(e.g. {missing[:3]}): pass corpus= (or examples with context) holding them, or topic_passage=False"
-        )
-    return out
-
-
-# ---------------------------------------------------------------------- scripted policies
-def _chat_text(env, agent: str) -> list[str]:
-    return [m["content"] for m in env.unwrapped.observe_chat(agent)]
-
-
-def _reports_seen(env) -> list[str]:
-    out = []
-    for msg in _chat_text(env, "planner"):
-        out.extend(m.strip() for m in re.findall(r"^worker_\d+ reported: (.*)$", msg, re.MULTILINE))
-    return out
-
-
-def _passages_in(text: str) -> list[tuple[str, str, str]]:
-    return [(html.unescape(i), html.unescape(t), x) for i, t, x in _PASSAGE.findall(text)]
-
-
-def _read_off(question: str, passages: list[tuple[str, str, str]]) -> str | None:
-    """The answer to a sub-question read off its subject's passage with the relation's pattern."""
-    for rel, subject in parse_subquestion(question):
-        subject = normalize_answer(subject)
-        for _, title, text in passages:
-            if normalize_answer(title) == subject:
-                value = rel.extract(text)
-                if value:
-                    return value
-    return None
-
-
-def _topic_answer(env) -> str | None:
-    """Step 1 of the gold decomposition read off the topic passage in the planner's observation."""
-    steps = env.unwrapped.example.decomposition
-    given = next((m for m in _chat_text(env, "planner") if m.startswith("Question:")), "")
-    if not steps or _TOPIC_HEADER not in given:
-        return None
-    return _read_off(steps[0].question, _passages_in(given))
-
-
-def _scripted_planner(env) -> str:
-    """Follow the gold decomposition: step 1 from the topic passage when it answers it, every
-    other step dispatched to a worker, one per turn (filling #k with what is known), then answer."""
-    inner = env.unwrapped
-    steps = inner.example.decomposition
-    reports = _reports_seen(env)
-    topic = _topic_answer(env)
-    answers = ([topic] if topic is not None else []) + reports
-    if len(answers) < len(steps):
-        q = steps[len(answers)].question
-        for k in range(len(answers), 0, -1):
-            q = q.replace(f"#{k}", answers[k - 1])
-        worker = inner.workers[len(reports) % len(inner.workers)]
-        return f'<dispatch worker="{worker.split("_")[1]}">{q}</dispatch>'
-    final = answers[-1] if answers else ""
-    if inner.answer_by == "planner":
-        return f"<answer>{final}</answer>"
-    return f"<handoff>The answer is: {final}</handoff>"
-
-
-def _scripted_answerer(env) -> str:
-    notes = _chat_text(env, "answerer")[-1]
-    m = re.search(r"The answer is: (.*)", notes)
-    return f"<answer>{m.group(1).strip() if m else ''}</answer>"
-
-
-def _current_task(env, agent: str) -> tuple[str, list[tuple[str, str, str]], int]:
-    """The worker's latest sub-question, the passages it retrieved since, and its searches since."""
-    chat = env.unwrapped.observe_chat(agent)
-    start = max(i for i, m in enumerate(chat) if m["content"].startswith("Sub-question from the planner:"))
-    question = chat[start]["content"].split("\n", 1)[0].removeprefix("Sub-question from the planner:").strip()
-    passages, searches = [], 0
-    for m in chat[start + 1 :]:
-        if m["role"] == "assistant":
-            searches += "<search>" in m["content"]
-        else:
-            passages += _passages_in(m["content"])
-    return question, passages, searches
-
-
-def _scripted_worker(env, agent: str) -> str:
-    """Search BM25 with the sub-question (then with the bare subject), read the answer off the subject's passage."""
-    question, passages, searches = _current_task(env, agent)
-    value = _read_off(question, passages)
-    if value:
-        return f"<report>{value}</report>"
-    readings = parse_subquestion(question)
-    if searches == 0:
-        return f"<search>{question}</search>"
-    if searches == 1 and readings:
-        return f"<search>{readings[0][1]}</search>"
-    return "<report>unknown</report>"
-
-
-def best_policy(env, agent: str) -> str:
-    """The scripted team: the planner follows the gold decomposition (from the hidden state),
-    reading step 1 off the topic passage when it is given; workers really search BM25 for
-    every later step and extract the answer from the passages they retrieved."""
-    if agent == "planner":
-        return _scripted_planner(env)
-    if agent == "answerer":
-        return _scripted_answerer(env)
-    return _scripted_worker(env, agent)
-
-
-def no_search_policy(env, agent: str) -> str:
-    """The scripted planner with workers that never search (they report "unknown"): the team
-    answers from the given information only -- the topic passage, read like a worker reads."""
-    if agent == "planner":
-        return _scripted_planner(env)
-    if agent == "answerer":
-        return _scripted_answerer(env)
-    return "<report>unknown</report>"
-
-
-def random_policy(env, agent: str, rng: np.random.Generator) -> str:
-    """Well-formed tags with random words from the agent's own observation (or, sometimes, junk)."""
-    words = re.findall(r"[A-Za-z]\w+", env.observe(agent)["text"][-2000:]) or ["x"]
-
-    def some() -> str:
-        return " ".join(words[int(i)] for i in rng.integers(len(words), size=int(rng.integers(1, 4))))
-
-    roll = rng.random()
-    if roll < 0.1:
-        return some()
-    if agent == "planner":
-        inner = env.unwrapped
-        if roll < 0.7:
-            return f'<dispatch worker="{int(rng.integers(len(inner.workers)))}">{some()}</dispatch>'
-        return f"<answer>{some()}</answer>" if inner.answer_by == "planner" else f"<handoff>{some()}</handoff>"
-    if agent == "answerer":
-        return f"<answer>{some()}</answer>"
-    return f"<search>{some()}</search>" if roll < 0.6 else f"<report>{some()}</report>"
