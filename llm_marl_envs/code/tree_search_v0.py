@@ -76,42 +76,38 @@ observation shows a failing *public* input in the feedback), :func:`always_fail_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from llm_marl_envs.code.extract import extract_code
-from llm_marl_envs.code.feedback import (
-    COMPILE_ERROR,
-    FeedbackConfig,
-    analyze,
-    parse_failures,
+from llm_marl_envs.code.feedback import COMPILE_ERROR, FeedbackConfig, analyze
+from llm_marl_envs.code.search_problems import (  # noqa: F401  (public names of this module)
+    FUNCTION,
+    STDIO,
+    SearchProblem,
+    function_problem,
+    load_search_problems,
+    stdio_problem,
 )
-from llm_marl_envs.code.problem_tests import PUBLIC_SETUP, public_tests_for
 from llm_marl_envs.code.selection import Decision, SelectionConfig, choose
 from llm_marl_envs.code.tree import NO_CODE, Node, SearchTree
+from llm_marl_envs.code.tree_search_eval import TreeSearchEvaluation
+from llm_marl_envs.code.tree_search_policies import (  # noqa: F401
+    always_fail_policy,
+    best_policy,
+    buggy_then_fixed_policy,
+    random_policy,
+    tree_json,
+    wrong_program,
+)
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn
-from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, load_humaneval
-from llm_marl_envs.data.stdio_problems import (
-    StdioProblem,
-    load_stdio_problems,
-    load_stdio_sample,
-)
-from llm_marl_envs.sandbox import (
-    AssertTest,
-    ExecResult,
-    IOTest,
-    SandboxError,
-    default_sandbox,
-    tests_from_check,
-)
+from llm_marl_envs.data.humaneval import CodeProblem
+from llm_marl_envs.data.stdio_problems import StdioProblem
+from llm_marl_envs.sandbox import default_sandbox
 
-FUNCTION = "function"
-STDIO = "stdio"
 SCORE_MODES = ("fraction", "binary")
 INFRA_POLICIES = ("flag", "raise")
 HISTORY_MODES = ("node", "full")
@@ -125,119 +121,7 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 
-@dataclass(frozen=True)
-class SearchProblem:
-    """A problem ready for the search: what the agents see, and the two test sets.
-
-    ``kind`` is ``"function"`` (tests call ``candidate`` = the entry point) or ``"stdio"``.
-    ``prelude`` goes in front of every program (imports and helpers the prompt provides).
-    """
-
-    task_id: str
-    kind: str
-    statement: str
-    public_setup: str
-    public_tests: tuple[Any, ...]
-    hidden_setup: str
-    hidden_tests: tuple[Any, ...]
-    reference: str | None
-    entry_point: str = ""
-    prelude: str = ""
-    public_source: str = "examples"  #: "examples" (from the prompt), "check" (fallback) or "io"
-    #: how the feedback shows each public test's input ("" where a test does not show it)
-    public_inputs: tuple[str, ...] = field(default_factory=tuple)
-    validated: bool = False  #: the reference was run on the public tests (see ``validate_public``)
-    dropped_public: tuple[str, ...] = ()  #: names of public tests dropped because the reference fails them
-
-    def program(self, code: str) -> str:
-        """The program actually run: the prelude (imports, given helpers) then ``code``."""
-        return f"{self.prelude}\n\n{code}" if self.prelude else code
-
-
-def function_problem(problem: CodeProblem, fallback_asserts: int = 3) -> SearchProblem:
-    """Public tests from the prompt's examples, hidden tests from the full ``check``."""
-    hidden_setup, hidden = tests_from_check(problem.test, problem.entry_point)
-    source, public_asserts, public_inputs = public_tests_for(problem, fallback_asserts)
-    binding = f"candidate = {problem.entry_point}\n"
-    if public_asserts:
-        public_setup = f"{hidden_setup}\n{PUBLIC_SETUP}\n{binding}"
-        public = tuple(AssertTest(a, name=f"public_{i}") for i, a in enumerate(public_asserts))
-    else:  # no example and no top-level assert in check: the public tests are the whole check
-        source, public_setup, public = "check", hidden_setup, tuple(hidden)
-        public_inputs = [""] * len(public)
-    return SearchProblem(
-        task_id=problem.task_id,
-        kind=FUNCTION,
-        statement=problem.prompt,
-        public_setup=public_setup,
-        public_tests=public,
-        hidden_setup=hidden_setup,
-        hidden_tests=tuple(hidden),
-        reference=problem.reference_program,
-        entry_point=problem.entry_point,
-        prelude=problem.prelude(),
-        public_source=source,
-        public_inputs=tuple(public_inputs),
-    )
-
-
-def stdio_problem(problem: StdioProblem) -> SearchProblem:
-    """Public tests = the problem's public tests, hidden tests = its private tests."""
-    public = tuple(IOTest(c.input, c.output, name=f"public_{i}") for i, c in enumerate(problem.public_tests))
-    hidden = tuple(IOTest(c.input, c.output, name=f"hidden_{i}") for i, c in enumerate(problem.private_tests))
-    return SearchProblem(
-        task_id=problem.task_id,
-        kind=STDIO,
-        statement=problem.statement,
-        public_setup="",
-        public_tests=public,
-        hidden_setup="",
-        hidden_tests=hidden or public,
-        reference=problem.reference_solution,
-        public_source="io",
-        public_inputs=tuple(c.input.rstrip("\n") for c in problem.public_tests),
-    )
-
-
-def load_search_problems(
-    dataset: str | Path | Sequence[CodeProblem | StdioProblem] = "humaneval",
-    dataset_format: str = "auto",
-    fallback_asserts: int = 3,
-) -> list[SearchProblem]:
-    """Resolve ``dataset=`` (see the module docstring) into search problems."""
-    if isinstance(dataset, (str, Path)):
-        name = str(dataset)
-        if name.lower() == "humaneval":
-            raw: list[Any] = load_humaneval()
-        elif name.lower() == "stdio_sample":
-            raw = load_stdio_sample()
-        elif dataset_format in ("humaneval", "mbpp"):
-            raw = load_code_problems(name)
-        else:
-            try:
-                raw = load_stdio_problems(name, format=dataset_format)
-            except ValueError as exc:
-                if dataset_format != "auto" or "cannot tell the format" not in str(exc):
-                    raise
-                raw = load_code_problems(name)
-    else:
-        raw = list(dataset)
-    out = []
-    for p in raw:
-        if isinstance(p, SearchProblem):
-            out.append(p)
-        elif isinstance(p, CodeProblem):
-            out.append(function_problem(p, fallback_asserts))
-        elif isinstance(p, StdioProblem):
-            out.append(stdio_problem(p))
-        else:
-            raise TypeError(f"problems must be CodeProblem or StdioProblem, got {type(p).__name__}")
-    if not out:
-        raise ValueError("the dataset has no problems")
-    return out
-
-
-class raw_env(TextCollabEnv):
+class raw_env(TreeSearchEvaluation, TextCollabEnv):
     """MARS2 multi-agent tree search over candidate programs (see the module docstring).
 
     Args:
@@ -481,15 +365,6 @@ class raw_env(TextCollabEnv):
             return None
         return text
 
-    def validate_problems(self) -> int:
-        """Run the public-test validation (``validate_public``) on every problem now; returns
-        how many problems had public tests dropped. Otherwise it happens lazily at ``reset``."""
-        if self.validate_public:
-            for i, p in enumerate(self.problems):
-                if not p.validated:
-                    self.problems[i] = self._validated(p)
-        return sum(1 for p in self.problems if p.dropped_public)
-
     # ------------------------------------------------------------------ internals
     def _node_prompt(self, parent_id: int) -> str:
         p = self.problem
@@ -508,140 +383,5 @@ class raw_env(TextCollabEnv):
             "Fix it: answer with one complete corrected program in a ```python code block."
         )
 
-    def _validated(self, p: SearchProblem) -> SearchProblem:
-        """``p`` without the public tests its reference solution fails (docstring typos).
-
-        Where the reference fails every public test, the hidden tests are used as public
-        tests. Without a reference, or on a sandbox infrastructure error, ``p`` is returned
-        unchanged (and not marked validated, so the check is retried next time).
-        """
-        if not p.reference:
-            return p
-        res = self._run(p.reference, p.public_setup, p.public_tests, problem=p)
-        if res.infra_error is not None or len(res.tests) != len(p.public_tests):
-            return p
-        keep = [i for i, t in enumerate(res.tests) if t.passed]
-        dropped = tuple(p.public_tests[i].name for i in range(len(p.public_tests)) if i not in keep)
-        if not dropped:
-            return replace(p, validated=True)
-        if not keep:
-            return replace(p, validated=True, dropped_public=dropped, public_setup=p.hidden_setup,
-                           public_tests=p.hidden_tests, public_inputs=("",) * len(p.hidden_tests),
-                           public_source="hidden")  # fmt: skip
-        inputs = p.public_inputs if len(p.public_inputs) == len(p.public_tests) else ("",) * len(p.public_tests)
-        return replace(p, validated=True, dropped_public=dropped,
-                       public_tests=tuple(p.public_tests[i] for i in keep),
-                       public_inputs=tuple(inputs[i] for i in keep))  # fmt: skip
-
-    def _run(self, code: str, setup: str, tests: Sequence[Any], problem: SearchProblem | None = None) -> Any:
-        program = (problem or self.problem).program(code)
-        try:
-            return self.sandbox.run(program, tests, setup=setup, timeout_s=self.timeout_s)
-        except SandboxError as exc:  # a sandbox configured with raise_on_infra_error=True
-            if self.on_infra_error == "raise":
-                raise
-            return ExecResult(total=len(tests), infra_error=str(exc))
-
-    def _score(self, passed: int, total: int, mode: str) -> float:
-        if total == 0:
-            return 0.0
-        return float(passed == total) if mode == "binary" else passed / total
-
-    def _hidden(self, node: Node) -> tuple[float | None, int, int, str | None]:
-        """(score, passed, total, infra_error) of ``node`` on the hidden tests."""
-        total = len(self.problem.hidden_tests)
-        if not node.program.strip() or node.status == COMPILE_ERROR:
-            return 0.0, 0, total, None
-        result = self._run(node.program, self.problem.hidden_setup, self.problem.hidden_tests)
-        fb = analyze(result)
-        if fb.is_infra_error:
-            self._infra(f"hidden tests of node {node.id}: {fb.infra_error}")
-            return None, 0, total, fb.infra_error
-        return self._score(fb.passed, fb.total, self.final_reward_mode), fb.passed, fb.total, None
-
-    def _finish(self) -> float:
-        best = self.tree.best()
-        if best is None:
-            self.final = {"best_node": -1, "hidden_score": None, "infra_error": "no node could be scored"}
-            return 0.0
-        if best.id in self._hidden_runs:
-            score, passed, total, infra = self._hidden_runs[best.id]
-        else:
-            score, passed, total, infra = self._hidden(best)
-            best.hidden_score = score
-        self.final = {
-            "best_node": best.id,
-            "best_public_score": best.score,
-            "hidden_score": score,
-            "hidden_passed": passed,
-            "hidden_total": total,
-            "infra_error": infra,
-            "n_nodes": len(self.tree),
-        }
-        return 0.0 if score is None else float(score)
-
-    def _infra(self, message: str) -> None:
-        if self.on_infra_error == "raise":
-            raise SandboxError(f"sandbox infrastructure error (not a wrong answer): {message}")
-
 
 env = make_env_fn(raw_env)
-
-
-# ---------------------------------------------------------------------------- policies
-def _fenced(code: str) -> str:
-    return f"```python\n{code.rstrip()}\n```"
-
-
-def best_policy(env: Any, agent: str) -> str:
-    """Oracle: the problem's reference solution, at every node."""
-    problem = env.unwrapped.problem
-    if problem.reference is None:
-        raise ValueError(f"problem {problem.task_id} has no reference solution")
-    return _fenced(problem.reference)
-
-
-def wrong_program(problem: SearchProblem) -> str:
-    """A program that fails every test of ``problem`` with a visible wrong answer."""
-    if problem.kind == FUNCTION:
-        return (
-            "class _Wrong:\n    def __repr__(self):\n        return '<wrong>'\n\n\n"
-            f"def {problem.entry_point}(*args, **kwargs):\n    return _Wrong()\n"
-        )
-    return "import sys\nsys.stdin.read()\nprint('<wrong>')\n"
-
-
-def buggy_then_fixed_policy(env: Any, agent: str) -> str:
-    """Writes a wrong program; writes the reference only when its observation shows a failing input.
-
-    The repair is triggered by parsing the feedback text of the agent's current prompt
-    (:func:`~llm_marl_envs.code.feedback.parse_failures`): only if a failure block's
-    ``input`` is one of the problem's public inputs does it fix the program. With no
-    feedback, or feedback that does not show inputs, it keeps writing the wrong program.
-    """
-    raw = env.unwrapped
-    chat = raw.observe_chat(agent)
-    prompt = next((m["content"] for m in reversed(chat) if m["role"] == "user"), "")
-    shown = {f["input"].strip() for f in parse_failures(prompt) if "input" in f}
-    if shown & {i.strip() for i in raw.problem.public_inputs if i.strip()}:
-        return best_policy(env, agent)
-    return _fenced(wrong_program(raw.problem))
-
-
-def always_fail_policy(env: Any, agent: str) -> str:
-    """Always the wrong program (gets 0)."""
-    return _fenced(wrong_program(env.unwrapped.problem))
-
-
-def random_policy(env: Any, agent: str, rng: np.random.Generator) -> str:
-    """A random one of: the reference, the wrong program, prose without code, empty."""
-    problem = env.unwrapped.problem
-    options = [_fenced(wrong_program(problem)), "I am not sure how to solve this.", ""]
-    if problem.reference:
-        options.append(_fenced(problem.reference))
-    return options[int(rng.integers(len(options)))]
-
-
-def tree_json(env: Any) -> str:
-    """The episode's tree as JSON (one record per node)."""
-    return json.dumps(env.unwrapped.tree.to_records())
