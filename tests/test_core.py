@@ -166,11 +166,15 @@ def test_wrapped_clone_stays_wrapped_and_independent():
     assert env.agent_selection == "speaker" and clone.agent_selection == "listener"
 
 
-def test_parallel_env_refuses_sequential_task():
-    from llm_marl_envs.core import make_parallel_env_fn
-
-    with pytest.raises(ValueError, match="not parallelizable"):
-        make_parallel_env_fn(signal_game_v0.raw_env)()
+def test_parallel_env_of_a_sequential_task_gives_non_actors_a_noop():
+    par = signal_game_v0.parallel_env(n_rounds=1)
+    obs, infos = par.reset(seed=0)
+    assert infos["speaker"]["acting"] and not infos["listener"]["acting"]
+    listener_before = obs["listener"]["text"]
+    obs, rewards, *_ , infos = par.step({"speaker": "apple", "listener": "ignored words"})
+    assert obs["listener"]["text"] != listener_before  # it was told the speaker's message
+    assert "ignored words" not in par.unwrapped.transcript()
+    assert infos["listener"]["acting"] and not infos["speaker"]["acting"]
 
 
 def test_render_modes():

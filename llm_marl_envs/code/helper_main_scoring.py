@@ -24,6 +24,7 @@ from llm_marl_envs.code.helper_main_reward import (
     score_assembly,
 )
 from llm_marl_envs.code.helper_main_tests import instrument_tests
+from llm_marl_envs.code.sandbox_handle import detach_sandbox, reattach_sandbox
 from llm_marl_envs.data.humaneval import CodeProblem
 
 __all__ = ["HelperMainScorer", "Submission", "Scored"]
@@ -72,16 +73,23 @@ class HelperMainScorer:
         self.main_agent = main_agent
         self.config = config or RewardConfig()
         self._sandbox = sandbox
+        self._sandbox_token: Any = None  # set when unpickled: how to re-attach (sandbox_handle)
         self.timeout_s = timeout_s
         self._tests: dict[str, tuple[str, list]] = {}
 
     @property
     def sandbox(self):
         if self._sandbox is None:
-            from llm_marl_envs.sandbox import default_sandbox
-
-            self._sandbox = default_sandbox()
+            self._sandbox = reattach_sandbox(self._sandbox_token)
         return self._sandbox
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the sandbox (threads, pipes): the copy re-attaches lazily (``sandbox_handle``)."""
+        state = dict(vars(self))
+        if state["_sandbox"] is not None:
+            state["_sandbox_token"] = detach_sandbox(state["_sandbox"])
+        state["_sandbox"] = None
+        return state
 
     def tests_for(self, problem: CodeProblem) -> tuple[str, list]:
         """``(setup, tests)`` of a problem's check code, instrumented to report input /

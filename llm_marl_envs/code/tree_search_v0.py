@@ -84,6 +84,7 @@ import numpy as np
 
 from llm_marl_envs.code.extract import extract_code
 from llm_marl_envs.code.feedback import COMPILE_ERROR, FeedbackConfig, analyze
+from llm_marl_envs.code.sandbox_handle import detach_sandbox, reattach_sandbox
 from llm_marl_envs.code.search_problems import (  # noqa: F401  (public names of this module)
     FUNCTION,
     STDIO,
@@ -103,7 +104,7 @@ from llm_marl_envs.code.tree_search_policies import (  # noqa: F401
     tree_json,
     wrong_program,
 )
-from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import CodeProblem
 from llm_marl_envs.data.stdio_problems import StdioProblem
 from llm_marl_envs.sandbox import default_sandbox
@@ -154,7 +155,9 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "tree_search_v0", "is_parallelizable": False}
-    shared_attributes = ("sandbox", "problems")
+    horizon_kwarg = "max_nodes"
+    shared_attributes = ("problems",)
+    process_attributes = ("sandbox",)
 
     def __init__(
         self,
@@ -344,6 +347,12 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
             if self.final:
                 self.infos[a]["final"] = dict(self.final)
 
+    def _detach_resource(self, name: str, value: Any) -> Any:
+        return detach_sandbox(value)
+
+    def _reattach_resource(self, name: str, token: Any) -> Any:
+        return reattach_sandbox(token)
+
     def _hidden_state(self) -> str:
         return (
             f"problem {self.problem.task_id} ({self.problem.kind}, {len(self.problem.public_tests)} public / "
@@ -385,3 +394,4 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
 
 
 env = make_env_fn(raw_env)
+parallel_env = make_parallel_env_fn(raw_env)

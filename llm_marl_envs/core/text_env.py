@@ -36,12 +36,14 @@ first observations), :meth:`_on_action` (take one agent's answer) and :meth:`_en
 Branching contract (:meth:`clone`): a clone is a deep copy of the episode at this exact
 point -- histories, RNG state, queue, record -- so stepping the clone never changes the
 original and vice versa. Heavy read-only or thread-safe resources listed in
-``shared_attributes`` (a sandbox pool, a retrieval index, a dataset) are shared, not copied.
+``shared_attributes`` (a sandbox pool, a retrieval index, a dataset) are shared, not copied;
+``copy.deepcopy`` does the same as ``clone()``, and pickling works at any point, process
+resources (``process_attributes``) re-attaching lazily in the copy (:mod:`.copying`).
+Generic MARL code gets every agent stepping every cycle from :mod:`.cycles`.
 """
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,7 +52,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pettingzoo import AECEnv
 
+from llm_marl_envs.core import copying
 from llm_marl_envs.core.actions import Action, sanitize_action
+from llm_marl_envs.core.cycles import CycleSchedule
 from llm_marl_envs.core.records import ChatMessage, EpisodeRecord, StepRecord, TurnResult
 from llm_marl_envs.core.spaces import FreeText, text_observation_space
 
@@ -81,7 +85,7 @@ class TurnOutcome:
 _ELLIPSIS = "\n[... {n} characters omitted ...]\n"
 
 
-class TextCollabEnv(AECEnv):
+class TextCollabEnv(CycleSchedule, AECEnv):
     """Base class for text-based Dec-POMDP collaboration tasks (see the module docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -91,8 +95,13 @@ class TextCollabEnv(AECEnv):
     }
     #: attributes shared (not deep-copied) between an env and its clones
     shared_attributes: ClassVar[tuple[str, ...]] = ()
+    #: attributes holding process resources (a sandbox handle): shared by clones, detached by
+    #: pickling and re-created on first access (:meth:`_detach_resource`, :meth:`_reattach_resource`)
+    process_attributes: ClassVar[tuple[str, ...]] = ()
     #: counterfactual re-scoring modes supported by :meth:`coalition_value` ("rescore", ...)
     counterfactual_modes: ClassVar[tuple[str, ...]] = ()
+    #: the ``__init__`` parameter that ``max_cycles`` maps onto (the task's horizon in turns)
+    horizon_kwarg: ClassVar[str] = "max_turns"
 
     def __init__(
         self,
@@ -110,8 +119,14 @@ class TextCollabEnv(AECEnv):
         names = [r.name for r in roles]
         if len(set(names)) != len(names):
             raise ValueError(f"role names must be unique, got {names}")
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        for name, value in (("max_turns", max_turns), ("max_action_chars", max_action_chars),
+                            ("max_observation_chars", max_observation_chars)):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if isinstance(format_penalty, bool) or not isinstance(format_penalty, (int, float)):
+            raise TypeError(f"format_penalty must be a number, got {format_penalty!r}")
+        if not format_penalty <= 0:  # also catches NaN
+            raise ValueError(f"format_penalty is added to the reward, so it must be <= 0, got {format_penalty}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
@@ -144,7 +159,12 @@ class TextCollabEnv(AECEnv):
         return self.action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise TypeError(f"seed must be a non-negative int or None, got {seed!r}")
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         if seed is not None:
+            seed = int(seed)
             self._np_random = np.random.default_rng(seed)
             for i, agent in enumerate(self.possible_agents):
                 self.action_spaces[agent].seed(seed + i)
@@ -164,6 +184,7 @@ class TextCollabEnv(AECEnv):
         self.record = EpisodeRecord()
         self._setup(self._np_random, options or {})
         self._start_turn()
+        self._reset_cycles()
 
     def observe(self, agent: str) -> dict[str, str]:
         text = self._obs_cache.get(agent)
@@ -183,6 +204,10 @@ class TextCollabEnv(AECEnv):
             return
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
+        if self._is_noop(agent):  # cycle schedule: not this agent's turn, the action is ignored
+            self._advance_cycle()
+            self._accumulate_rewards()
+            return
         act = sanitize_action(action, self.max_action_chars)
         self.record.steps.append(
             StepRecord(self.turn, agent, self.observe_chat(agent), act.text, list(act.issues))
@@ -192,11 +217,13 @@ class TextCollabEnv(AECEnv):
         self._transcript.append(f"[turn {self.turn}] {agent}: {self._fit(act.text, 2000)}")
         self._turn_issues[agent].extend(act.issues)
         self._on_action(agent, act)
-        self._queue.popleft()
+        self._queue.remove(agent)  # the head, except for a parallel cycle's later actors
         if self._queue:
             self.agent_selection = self._queue[0]
         else:
             self._finish_turn()
+        if self.schedule_mode == "cycles":
+            self._advance_cycle()
         self._accumulate_rewards()
         if self.render_mode == "human" and self.record.done:
             self.render()
@@ -245,8 +272,21 @@ class TextCollabEnv(AECEnv):
 
     def clone(self) -> TextCollabEnv:
         """An independent copy of this episode at this point (see the branching contract)."""
-        memo = {id(getattr(self, n)): getattr(self, n) for n in self.shared_attributes if hasattr(self, n)}
-        return copy.deepcopy(self, memo)
+        return copying.deepcopy_env(self, {})
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TextCollabEnv:
+        return copying.deepcopy_env(self, memo)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return copying.getstate(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        copying.setstate(self, state)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return copying.reattach(self, name)
 
     def transcript(self) -> str:
         """Everything said so far, in order, with the turn rewards."""
@@ -288,6 +328,19 @@ class TextCollabEnv(AECEnv):
         space itself stays free text; other actions are still accepted and scored.
         """
         return None
+
+    def secrets(self, agent: str) -> tuple[str, ...]:
+        """Texts ``agent`` must never be shown (gold answers, hidden tests); ``check_env`` checks it."""
+        return ()
+
+    def _detach_resource(self, name: str, value: Any) -> Any:
+        """A picklable token from which :meth:`_reattach_resource` re-creates ``value``."""
+        raise NotImplementedError(f"{type(self).__name__} lists {name!r} in process_attributes but does "
+                                  "not implement _detach_resource")  # fmt: skip
+
+    def _reattach_resource(self, name: str, token: Any) -> Any:
+        """Re-create a process attribute in an unpickled copy (called on its first access)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement _reattach_resource")
 
     def coalition_value(self, unmasked: frozenset[str], mode: str = "rescore") -> float:
         """Team reward of the finished episode if only ``unmasked`` agents had contributed.
@@ -332,14 +385,20 @@ class TextCollabEnv(AECEnv):
         self._transcript.append(f"[turn {self.turn}] team reward {team:+.3f} {_fmt(components)}")
         self.turn += 1
         if outcome.terminated or self.turn >= self.max_turns:
-            flags = self.terminations if outcome.terminated else self.truncations
-            for a in self.agents:
-                flags[a] = True
-            self.record.terminated = outcome.terminated
-            self.record.truncated = not outcome.terminated
-            self.agent_selection = self.agents[0]
+            if self.schedule_mode == "cycles" and len(self._cycle_slots) > 1:
+                self._pending_end = outcome.terminated  # the cycle's other agents still take their no-op step
+            else:
+                self._end_episode(outcome.terminated)
         else:
             self._start_turn()
+
+    def _end_episode(self, terminated: bool) -> None:
+        flags = self.terminations if terminated else self.truncations
+        for a in self.agents:
+            flags[a] = True
+        self.record.terminated = terminated
+        self.record.truncated = not terminated
+        self.agent_selection = self.agents[0]
 
     @staticmethod
     def _fit(text: str, limit: int) -> str:

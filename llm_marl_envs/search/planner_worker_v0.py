@@ -64,7 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.multihop import WorldConfig, generate_world
 from llm_marl_envs.data.qa_formats import QAExample, corpus_from_contexts
 from llm_marl_envs.retrieval import BM25Retriever, Document, Passage, Retriever
@@ -352,3 +352,4 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
 
 
 env = make_env_fn(raw_env)
+parallel_env = make_parallel_env_fn(raw_env)

@@ -28,6 +28,7 @@ from llm_marl_envs.core import (
     TextCollabEnv,
     TurnOutcome,
     make_env_fn,
+    make_parallel_env_fn,
 )
 
 DEFAULT_WORDS: tuple[str, ...] = (
@@ -59,6 +60,7 @@ class raw_env(TextCollabEnv):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "signal_game_v0", "is_parallelizable": False}
+    horizon_kwarg = "n_rounds"
     counterfactual_modes = ("rescore",)
 
     def __init__(
@@ -151,6 +153,7 @@ class raw_env(TextCollabEnv):
 
 
 env = make_env_fn(raw_env)
+parallel_env = make_parallel_env_fn(raw_env)
 
 
 def best_policy(env, agent: str) -> str:
