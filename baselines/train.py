@@ -6,6 +6,7 @@
     python -m baselines.train --model Qwen/Qwen2.5-0.5B-Instruct --device cuda --env code/helper_main_v0 \\
         --scheme magrpo generation.max_new_tokens=256 model.sharing=lora
     python -m baselines.train --resume runs/<run>                 # exact resume from the latest checkpoint
+    python -m baselines.train --import my_tasks.sum_game_v0 --env toy/sum_game_v0   # a task of your own
 
 Flags override the YAML file; ``key=value`` overrides (dotted keys, YAML values) override both.
 Outputs in the run folder: ``config.yaml``, ``metrics.jsonl``, ``tb/`` (TensorBoard),
@@ -15,6 +16,7 @@ Outputs in the run folder: ``config.yaml``, ``metrics.jsonl``, ``tb/`` (TensorBo
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
@@ -37,9 +39,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder for runs (log.out_dir)")
     p.add_argument("--name", help="run folder name (log.run_name)")
     p.add_argument("--resume", help="checkpoint file or run folder to resume from (its config is reused)")
-    p.add_argument("--eval-episodes", type=int, default=256, help="episodes of the final evaluation (0 = none)")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (it registers your task); repeatable")
+    p.add_argument("--eval-episodes", type=_positive_int, default=256, help="episodes of the final evaluation")
+    p.add_argument("--no-eval", action="store_true", help="skip the final evaluation")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value} (use --no-eval to skip the final evaluation)")
+    return value
+
+
+def import_modules(modules: list[str]) -> None:
+    """Import the ``--import`` modules (they register tasks); a missing one is a clear error."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            raise SystemExit(f"--import {name}: {exc} (is it installed, or on PYTHONPATH?)") from exc
 
 
 def resolve_config(args: argparse.Namespace) -> TrainConfig:
@@ -60,6 +84,8 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
 
 def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_intermixed_args(argv)  # key=value overrides may come anywhere
+    import_modules(args.imports)
+    eval_episodes = 0 if args.no_eval else args.eval_episodes
     from baselines.trainer import Trainer  # heavy imports after argument errors
 
     if args.resume:
@@ -71,7 +97,7 @@ def main(argv: list[str] | None = None) -> dict:
         run_dir = run_dir.parent.parent if run_dir.is_file() else (run_dir.parent if run_dir.name == "checkpoints"
                                                                      else run_dir)
         trainer = Trainer(config, run_dir)
-        return trainer.fit(resume=args.resume, eval_episodes=args.eval_episodes)
+        return trainer.fit(resume=args.resume, eval_episodes=eval_episodes)
     config = resolve_config(args)
     if args.print_config:
         import yaml
@@ -81,7 +107,7 @@ def main(argv: list[str] | None = None) -> dict:
     trainer = Trainer(config)
     print(f"run folder: {trainer.run_dir}  ({config.scheme} on {config.env.name}, rollout {trainer.mode}, "
           f"{config.steps} steps)", flush=True)
-    return trainer.fit(eval_episodes=args.eval_episodes)
+    return trainer.fit(eval_episodes=eval_episodes)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,16 @@ trainers need to know about a task (its module, its scripted policies, fast test
 Users add their own tasks with :func:`register`; the compliance suite in ``tests/`` is
 parametrized over this registry, so a registered task is checked automatically.
 
+Plugin tasks are found three ways, so that any code taking a task name (``make``,
+``python -m baselines.train --env``) can use them:
+
+- an installed package declares an entry point in the group ``llm_marl_envs.tasks``
+  (``[project.entry-points."llm_marl_envs.tasks"] my_tasks = "my_tasks.sum_game_v0"``): the
+  module is imported (and so registers its tasks) the first time a name is not found or
+  the tasks are listed;
+- ``make("my_tasks.sum_game_v0:toy/sum_game_v0")`` imports the module before the look-up;
+- ``python -m baselines.train --import my_tasks.sum_game_v0 --env toy/sum_game_v0``.
+
 A task module follows PettingZoo's layout: ``raw_env`` (the class), ``env(**kwargs)``,
 ``parallel_env(**kwargs)`` where parallelizable, plus ``best_policy(env, agent) -> str``
 (a scripted policy that reaches the task's maximum return) and
@@ -15,6 +25,10 @@ A task module follows PettingZoo's layout: ``raw_env`` (the class), ``env(**kwar
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
+import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
@@ -36,6 +50,35 @@ class EnvSpec:
 
     def make(self, **kwargs: Any):
         return self.load().env(**kwargs)
+
+    def parallel_env(self, **kwargs: Any):
+        """The task's ``parallel_env(**kwargs)``; the generic one where the module has none."""
+        module = self.load()
+        if hasattr(module, "parallel_env"):
+            return module.parallel_env(**kwargs)
+        from llm_marl_envs.core.wrappers import make_parallel_env_fn
+
+        return make_parallel_env_fn(module.raw_env)(**kwargs)
+
+
+#: the entry-point group of plugin task modules
+ENTRY_POINT_GROUP = "llm_marl_envs.tasks"
+
+
+class UnknownEnvironmentError(KeyError):
+    """No task is registered under this name (also after loading the plugins)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _module_exists(module: str) -> bool:
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package that does not exist
+        return False
 
 
 _BUILTIN: tuple[EnvSpec, ...] = (
@@ -79,15 +122,25 @@ _BUILTIN: tuple[EnvSpec, ...] = (
 class Registry:
     """A name -> :class:`EnvSpec` mapping with registration."""
 
-    def __init__(self, specs: tuple[EnvSpec, ...] = ()) -> None:
+    def __init__(self, specs: tuple[EnvSpec, ...] = (), entry_point_group: str | None = None) -> None:
         self._specs: dict[str, EnvSpec] = {}
+        self._group = entry_point_group
+        self._plugins_loaded = entry_point_group is None
+        self.plugin_errors: dict[str, str] = {}  #: entry point -> why it failed to load
         for s in specs:
             self.register(s)
 
     def register(self, spec: EnvSpec, *, overwrite: bool = False) -> None:
+        if not isinstance(spec, EnvSpec):
+            raise TypeError(f"register() takes an EnvSpec, got {type(spec).__name__}")
         family, _, rest = spec.name.partition("/")
-        if not family or not rest or "_v" not in rest:
+        if not family or not rest or "_v" not in rest or ":" in spec.name:
             raise ValueError(f"task names look like '<family>/<name>_v<N>', got {spec.name!r}")
+        if not _module_exists(spec.module):
+            raise ModuleNotFoundError(
+                f"cannot register {spec.name!r}: its module {spec.module!r} cannot be imported (not found)",
+                name=spec.module,
+            )
         if spec.name in self._specs and not overwrite:
             raise ValueError(f"{spec.name!r} is already registered (pass overwrite=True to replace)")
         self._specs[spec.name] = spec
@@ -97,13 +150,41 @@ class Registry:
         self.spec(name)
         del self._specs[name]
 
+    def load_plugins(self) -> None:
+        """Import the modules of the entry-point group once (a broken plugin is reported, not raised)."""
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        for ep in importlib.metadata.entry_points(group=self._group or ""):
+            try:
+                ep.load()
+            except Exception as exc:  # one broken plugin must not hide the others
+                self.plugin_errors[ep.name] = f"{type(exc).__name__}: {exc}"
+                warnings.warn(f"task plugin {ep.name!r} ({ep.value}) failed to load: {exc}", stacklevel=2)
+
     def spec(self, name: str) -> EnvSpec:
+        if not isinstance(name, str):
+            raise TypeError(f"environment names are strings, got {type(name).__name__}")
+        if ":" in name:  # "package.module:family/name_v0": import the module, then look up
+            module, _, name = name.partition(":")
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                raise UnknownEnvironmentError(f"cannot import {module!r} for {name!r}: {exc}") from exc
+        if name not in self._specs:
+            self.load_plugins()
         try:
             return self._specs[name]
         except KeyError:
-            raise KeyError(f"unknown environment {name!r}; known: {sorted(self._specs)}") from None
+            broken = f"; plugins that failed to load: {self.plugin_errors}" if self.plugin_errors else ""
+            raise UnknownEnvironmentError(
+                f"unknown environment {name!r}; known: {sorted(self._specs)}{broken}. A task of your own: "
+                "import its module first, or pass 'package.module:family/name_v0', or use "
+                f"--import package.module with baselines.train, or declare an entry point in {ENTRY_POINT_GROUP!r}"
+            ) from None
 
     def names(self) -> list[str]:
+        self.load_plugins()
         return sorted(self._specs)
 
     def specs(self) -> Mapping[str, EnvSpec]:
@@ -111,7 +192,7 @@ class Registry:
 
 
 #: the suite's registry (built-in tasks plus whatever users register)
-registry = Registry(_BUILTIN)
+registry = Registry(_BUILTIN, entry_point_group=ENTRY_POINT_GROUP)
 
 
 def register(spec: EnvSpec, *, overwrite: bool = False) -> None:
@@ -122,6 +203,11 @@ def register(spec: EnvSpec, *, overwrite: bool = False) -> None:
 def make(name: str, **kwargs: Any):
     """Build the wrapped environment registered as ``name`` with ``kwargs``."""
     return registry.spec(name).make(**kwargs)
+
+
+def make_parallel(name: str, **kwargs: Any):
+    """The parallel-API environment registered as ``name`` (one step = one cycle)."""
+    return registry.spec(name).parallel_env(**kwargs)
 
 
 def list_envs() -> list[str]:

@@ -64,7 +64,7 @@ def test_cli_run_writes_every_output_and_resumes(model_dir, tmp_path):
     assert (run / "curves.png").stat().st_size > 1000
     assert (run / "team" / "team.json").is_file()
 
-    again = main(["--resume", str(run / "checkpoints" / "step_1.pt"), "--steps", "3", "--eval-episodes", "0"])
+    again = main(["--resume", str(run / "checkpoints" / "step_1.pt"), "--steps", "3", "--no-eval"])
     assert again["steps"] == 3
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()
              if "reward" in json.loads(line)]
