@@ -63,6 +63,7 @@ from llm_marl_envs.code.feedback import FeedbackConfig, analyze
 from llm_marl_envs.code.helper_main_policies import main_only_answers, oracle_answers
 from llm_marl_envs.code.helper_main_reward import RewardConfig
 from llm_marl_envs.code.helper_main_scoring import HelperMainScorer, Scored, Submission
+from llm_marl_envs.code.sandbox_handle import hidden_test_texts
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, split_problems
 
@@ -341,6 +342,10 @@ class raw_env(TextCollabEnv):
             f"last score: {last.score.total if last else None}\n"
             + (f"last joint program:\n{last.assembly.program}" if last else "")
         )
+
+    def secrets(self, agent: str) -> tuple[str, ...]:
+        """The canonical solution (the ``check`` tests are this task's feedback by design, not secret)."""
+        return hidden_test_texts((), (), self.problem.canonical_solution)
 
     def return_range(self) -> tuple[float, float]:
         low = self.format_penalty * len(self.possible_agents) * self.max_turns

@@ -84,7 +84,7 @@ import numpy as np
 
 from llm_marl_envs.code.extract import extract_code
 from llm_marl_envs.code.feedback import COMPILE_ERROR, FeedbackConfig, analyze
-from llm_marl_envs.code.sandbox_handle import detach_sandbox, reattach_sandbox
+from llm_marl_envs.code.sandbox_handle import detach_sandbox, hidden_test_texts, reattach_sandbox
 from llm_marl_envs.code.search_problems import (  # noqa: F401  (public names of this module)
     FUNCTION,
     STDIO,
@@ -346,6 +346,10 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
                                          "path": list(decision.path)}  # fmt: skip
             if self.final:
                 self.infos[a]["final"] = dict(self.final)
+
+    def secrets(self, agent: str) -> tuple[str, ...]:
+        """The hidden tests (those that are not also public) and the reference solution."""
+        return hidden_test_texts(self.problem.hidden_tests, self.problem.public_tests, self.problem.reference)
 
     def _detach_resource(self, name: str, value: Any) -> Any:
         return detach_sandbox(value)

@@ -68,3 +68,21 @@ def text_observation_space(max_length: int) -> spaces.Dict:
     checked with ``contains`` only, which is exactly what a text observation needs.
     """
     return spaces.Dict({"text": FreeText(max_length)})
+
+
+def _register_vector_utils() -> None:
+    """Teach Gymnasium's vector utilities (used by SuperSuit's vector envs) to batch ``FreeText``.
+
+    Gymnasium batches ``Text`` spaces as a ``Tuple`` of strings (``batch_space``,
+    ``concatenate``, ``create_empty_array`` dispatch on ``Text`` and so reach ``FreeText``) but
+    registers no ``iterate`` for it, which ``concat_vec_envs_v1`` needs. Registering a space
+    type with these single-dispatch functions is Gymnasium's extension mechanism.
+    """
+    from gymnasium.vector.utils import iterate
+
+    @iterate.register(FreeText)
+    def _iterate_free_text(space: FreeText, items: Any) -> Any:
+        return iter(items)
+
+
+_register_vector_utils()

@@ -339,6 +339,13 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
         worst_flagged_per_turn = len(self.possible_agents)
         return (self.format_penalty * worst_flagged_per_turn * self.max_turns, 1.0)
 
+    def secrets(self, agent: str) -> tuple[str, ...]:
+        """The gold answers, except those the question or the given topic passage already contain."""
+        if self.example is None:
+            return ()
+        given = self._question_text().lower()
+        return tuple(a for a in self.example.answers if a.strip() and a.lower() not in given)
+
     def _hidden_state(self) -> str:
         ex = self.example
         if ex is None:
