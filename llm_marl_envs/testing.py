@@ -225,6 +225,11 @@ def check_hostile_actions(spec: EnvSpec) -> None:
             i += 1
         record = env.unwrapped.record
         assert record.done and np.isfinite(record.total_reward)
+        low, high = env.unwrapped.return_range()
+        assert low - 1e-9 <= record.total_reward <= high + 1e-9, (
+            f"hostile actions got {record.total_reward}, outside return_range {(low, high)} "
+            "(sanitizing issues flag an agent too: count every agent in the minimum)"
+        )
     env.reset(seed=0)
     env.step("x" * (env.unwrapped.max_action_chars + 1))
     issues = env.unwrapped.record.steps[0].format_issues
