@@ -125,8 +125,13 @@ def mask_words(config: TrainConfig, env: Any, agents: list[str]) -> list[str] | 
     if not config.model.mask_to_action_words or env is None:
         return None
     declared = [getattr(env.unwrapped, "action_words", lambda agent: None)(agent) for agent in agents]
-    if any(words is None for words in declared):
-        return None  # one free-text agent on this policy: no mask
+    free = [a for a, words in zip(agents, declared) if words is None]
+    if free and len(free) < len(agents):  # one mask per model: it cannot serve both kinds of agent
+        masked = [a for a in agents if a not in free]
+        raise ValueError(f"{masked} declare action_words but {free} write free text with the same model: set "
+                         "model.sharing to lora or separate, or model.mask_to_action_words=false")
+    if free:
+        return None  # free-text agents only: no mask
     return list(dict.fromkeys(w for words in declared for w in words))
 
 
