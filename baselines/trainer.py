@@ -463,7 +463,8 @@ class Trainer:
         if cfg.log.plot:
             plot = plot_run(read_jsonl(self.run_dir / "metrics.jsonl"), self.run_dir / "curves.png",
                             title=f"{cfg.env.name} / {cfg.scheme}", chance=chance)
-        print(f"final reward {final:.3f} (chance {chance:.2f}) after {self.step} steps in {wall:.0f}s "
+        outcome = f"final reward {final:.3f}" if eval_episodes else "final evaluation skipped"
+        print(f"{outcome} (chance {chance:.2f}) after {self.step} steps in {wall:.0f}s "
               f"[{cfg.scheme} on {cfg.env.name}; eval over {eval_episodes} episodes] -> {self.run_dir}",
               flush=True)
         return {"final_reward": final, "chance": chance, "steps": self.step, "wall_s": wall,

@@ -57,6 +57,7 @@ from llm_marl_envs.core.actions import Action, sanitize_action
 from llm_marl_envs.core.cycles import CycleSchedule
 from llm_marl_envs.core.records import ChatMessage, EpisodeRecord, StepRecord, TurnResult
 from llm_marl_envs.core.spaces import FreeText, text_observation_space
+from llm_marl_envs.core.text import fit_text, format_components, render_chat
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,6 @@ class TurnOutcome:
     components: dict[str, float] = field(default_factory=dict)
     agent_components: dict[str, dict[str, float]] = field(default_factory=dict)
     terminated: bool = False
-
-
-_ELLIPSIS = "\n[... {n} characters omitted ...]\n"
 
 
 class TextCollabEnv(CycleSchedule, AECEnv):
@@ -382,7 +380,7 @@ class TextCollabEnv(CycleSchedule, AECEnv):
                 "format_issues": list(self._turn_issues[a]),
             }
             self._turn_issues[a] = []
-        self._transcript.append(f"[turn {self.turn}] team reward {team:+.3f} {_fmt(components)}")
+        self._transcript.append(f"[turn {self.turn}] team reward {team:+.3f} {format_components(components)}")
         self.turn += 1
         if outcome.terminated or self.turn >= self.max_turns:
             if self.schedule_mode == "cycles" and len(self._cycle_slots) > 1:
@@ -400,19 +398,4 @@ class TextCollabEnv(CycleSchedule, AECEnv):
         self.record.truncated = not terminated
         self.agent_selection = self.agents[0]
 
-    @staticmethod
-    def _fit(text: str, limit: int) -> str:
-        if len(text) <= limit:
-            return text
-        keep = max(limit - 64, 0)
-        head, tail = keep // 2, keep - keep // 2
-        return text[:head] + _ELLIPSIS.format(n=len(text) - head - tail) + text[len(text) - tail :]
-
-
-def render_chat(messages: Sequence[ChatMessage]) -> str:
-    """Plain-text form of a chat: ``[role]`` headers followed by the content."""
-    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
-
-
-def _fmt(components: dict[str, float]) -> str:
-    return "(" + ", ".join(f"{k}={v:+.3g}" for k, v in components.items()) + ")"
+    _fit = staticmethod(fit_text)

@@ -177,7 +177,11 @@ class SubprocTextVectorEnv:
             self._procs.append(proc)
         self._closed = False
         self._started = False
-        self._receive()
+        try:
+            self._receive()
+        except VectorEnvError:
+            self.close()  # the other workers were built fine: stop them
+            raise
 
     def _receive(self) -> list[Any]:
         out, errors = [], []
