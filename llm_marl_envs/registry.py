@@ -17,7 +17,7 @@ Plugin tasks are found three ways, so that any code taking a task name (``make``
 - ``python -m baselines.train --import my_tasks.sum_game_v0 --env toy/sum_game_v0``.
 
 A task module follows PettingZoo's layout: ``raw_env`` (the class), ``env(**kwargs)``,
-``parallel_env(**kwargs)`` where parallelizable, plus ``best_policy(env, agent) -> str``
+``parallel_env(**kwargs)`` (the generic one is used where a module has none), plus ``best_policy(env, agent) -> str``
 (a scripted policy that reaches the task's maximum return) and
 ``random_policy(env, agent, rng) -> str``.
 """
@@ -42,7 +42,9 @@ class EnvSpec:
     name: str  #: "<family>/<name>_v<version>"
     module: str  #: import path of the task module (PettingZoo layout)
     summary: str  #: one line for listings
-    parallelizable: bool = False  #: whether ``parallel_env()`` works with default kwargs
+    #: whether the agents act simultaneously with default kwargs (a parallel step is then a whole
+    #: turn); every task has ``parallel_env()`` either way (see :mod:`llm_marl_envs.core.cycles`)
+    parallelizable: bool = False
     test_kwargs: Mapping[str, Any] = field(default_factory=dict)  #: small, fast settings for tests
 
     def load(self) -> ModuleType:

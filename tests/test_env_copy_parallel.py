@@ -6,7 +6,7 @@ import copy
 import pickle
 
 import pytest
-from pettingzoo.utils import BaseWrapper, OrderEnforcingWrapper
+from pettingzoo.utils import BaseParallelWrapper, BaseWrapper, OrderEnforcingWrapper
 
 import llm_marl_envs
 from llm_marl_envs.core.parallel import MissingActionError, UnknownAgentError
@@ -100,3 +100,23 @@ def test_bad_inputs_get_typed_errors():
     env = signal_game_v0.env()
     with pytest.raises(TypeError, match="seed must be"):
         env.reset(seed="abc")
+
+
+class UserParallelWrapper(BaseParallelWrapper):
+    """A user's own parallel wrapper."""
+
+
+def test_parallel_clone_keeps_wrappers():
+    import supersuit as ss
+
+    par = UserParallelWrapper(signal_game_v0.parallel_env(n_rounds=2))
+    par.reset(seed=0)
+    clone = par.clone()
+    assert type(clone) is UserParallelWrapper and clone.unwrapped is not par.unwrapped
+    clone.step({"speaker": "apple", "listener": ""})
+    assert par.unwrapped.record.steps == [] and len(clone.unwrapped.record.steps) == 1
+    # wrappers that convert (parallel -> AEC -> parallel) do not forward attributes: deepcopy copies them all
+    converted = ss.reward_lambda_v0(signal_game_v0.parallel_env(n_rounds=2), lambda r: 10 * r)
+    converted.reset(seed=0)
+    twin = copy.deepcopy(converted)
+    assert type(twin) is type(converted) and twin.unwrapped is not converted.unwrapped

@@ -15,7 +15,8 @@ that is not live raises :class:`MissingActionError` / :class:`UnknownAgentError`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pettingzoo import ParallelEnv
@@ -108,8 +109,11 @@ class TextParallelEnv(ParallelEnv):
     def close(self) -> None:
         self.aec_env.close()
 
-    def clone(self) -> TextParallelEnv:
-        """An independent copy of the episode, sharing the task's heavy resources."""
+    @property
+    def clone(self) -> Callable[[], Any]:
+        """``clone()``: an independent copy of the episode, wrapped like this env (outer wrappers included)."""
         from llm_marl_envs.core.copying import deepcopy_sharing
+        from llm_marl_envs.core.wrappers import outermost_wrapper
 
-        return deepcopy_sharing(self, self.aec_env.unwrapped)
+        outer = outermost_wrapper(self, sys._getframe(1))
+        return lambda: deepcopy_sharing(outer, self.aec_env.unwrapped)

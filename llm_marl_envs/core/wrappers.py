@@ -17,18 +17,23 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pettingzoo.utils import BaseWrapper, OrderEnforcingWrapper
+from pettingzoo.utils import BaseParallelWrapper, BaseWrapper, OrderEnforcingWrapper
 
 from llm_marl_envs.core.copying import deepcopy_sharing
 from llm_marl_envs.core.kwargs import check_kwargs
 
 
-def _outermost(start: Any, frame: Any) -> Any:
-    """The outermost wrapper whose attribute lookup (``__getattr__`` forwarding) led to ``frame``."""
+def outermost_wrapper(start: Any, frame: Any) -> Any:
+    """The outermost wrapper whose attribute lookup (``__getattr__`` forwarding) led to ``frame``.
+
+    PettingZoo's (and so SuperSuit's) AEC and parallel wrappers forward unknown attributes to
+    the env they wrap through ``__getattr__``; walking those frames up from the ``clone``
+    lookup finds the wrapper the user called ``clone()`` on.
+    """
     outer = start
     while frame is not None and frame.f_code.co_name == "__getattr__":
         owner = frame.f_locals.get("self")
-        if not isinstance(owner, BaseWrapper):
+        if not isinstance(owner, (BaseWrapper, BaseParallelWrapper)):
             break
         outer = owner
         frame = frame.f_back
@@ -41,7 +46,7 @@ class TextEnvWrapper(OrderEnforcingWrapper):
     @property
     def clone(self) -> Callable[[], Any]:
         """``env.clone()``: an independent copy of the episode, wrapped exactly like ``env``."""
-        outer = _outermost(self, sys._getframe(1))
+        outer = outermost_wrapper(self, sys._getframe(1))
         return lambda: deepcopy_sharing(outer, self.unwrapped)
 
     def observe_chat(self, agent: str) -> list[dict]:
