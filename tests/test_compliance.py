@@ -113,3 +113,16 @@ def test_fuzz_arbitrary_actions_never_raise(env_spec, data):
     record = env.unwrapped.record
     assert record.done
     assert np.isfinite(record.total_reward)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fuzz_parallel_actions_never_raise(env_spec, data):
+    par = env_spec.parallel_env(**env_spec.test_kwargs)
+    par.reset(seed=data.draw(st.integers(0, 3)))
+    for _ in range(2_000):
+        if not par.agents:
+            break
+        par.step({a: data.draw(hostile_actions) for a in par.agents})
+    assert not par.agents, "the episode ends"
+    assert np.isfinite(par.unwrapped.record.total_reward)
