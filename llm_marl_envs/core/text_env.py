@@ -303,11 +303,15 @@ class TextCollabEnv(CycleSchedule, AECEnv):
         return list(self.agents)
 
     def _on_action(self, agent: str, action: Action) -> None:
-        """Take ``agent``'s sanitized answer. Use :meth:`tell`, :meth:`schedule`, :meth:`flag_format`."""
+        """Take ``agent``'s answer: an :class:`Action` (``action.text`` sanitized, ``action.issues`` what was
+        fixed). Use :meth:`tell`, :meth:`schedule`, :meth:`flag_format`."""
         raise NotImplementedError
 
     def _end_turn(self) -> TurnOutcome:
-        """Score the finished turn, give feedback with :meth:`tell`, decide termination."""
+        """Score the finished turn, give feedback with :meth:`tell`, decide termination.
+
+        ``self.turn`` is still the (0-based) number of the turn being scored; it advances after
+        this returns, and the episode is truncated when it reaches ``max_turns``."""
         raise NotImplementedError
 
     def _hidden_state(self) -> str:
