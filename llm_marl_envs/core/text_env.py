@@ -121,7 +121,7 @@ class TextCollabEnv(CycleSchedule, AECEnv):
                             ("max_observation_chars", max_observation_chars)):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if isinstance(format_penalty, bool) or not isinstance(format_penalty, (int, float)):
+        if isinstance(format_penalty, bool) or not isinstance(format_penalty, (int, float, np.integer, np.floating)):
             raise TypeError(f"format_penalty must be a number, got {format_penalty!r}")
         if not format_penalty <= 0:  # also catches NaN
             raise ValueError(f"format_penalty is added to the reward, so it must be <= 0, got {format_penalty}")
