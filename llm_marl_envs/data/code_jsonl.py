@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Literal
 
-from llm_marl_envs.data.humaneval import CodeProblem
+from llm_marl_envs.data.problems import CodeProblem
 from llm_marl_envs.data.jsonl import iter_jsonl
 
 __all__ = ["load_code_jsonl", "mbpp_record_to_problem"]
