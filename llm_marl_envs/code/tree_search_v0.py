@@ -38,8 +38,9 @@ tree-wide advantage and its parent/sibling-baseline shaping; the final step's in
 ``infos[agent]["final"]`` (best node, its hidden score and counts).
 
 Data (``dataset=``): ``"humaneval"`` (function-style: public tests = the examples in the
-prompt, parsed into asserts; a configurable number of ``check`` asserts where a prompt has
-none; hidden tests = the full ``check``, see :mod:`llm_marl_envs.code.problem_tests`),
+prompt, parsed into asserts, or a seeded hold-out of ``check`` where a prompt has none;
+hidden tests = the rest of ``check``; public and hidden tests are always disjoint, see
+:mod:`llm_marl_envs.code.test_sets` and :mod:`llm_marl_envs.data.test_split`),
 ``"stdio_sample"`` (the 8 shipped stdin/stdout problems), a path to a JSONL file
 (LiveCodeBench, APPS, CodeContests, the native stdin/stdout format, or a
 HumanEval/MBPP-shaped function-style file; ``dataset_format=``), or a list of
@@ -66,7 +67,8 @@ sandbox; the problem's prelude (imports and helpers its prompt provides) goes in
 Public-test validation (``validate_public=True``): the first time a problem is drawn (or
 for all at once with :meth:`raw_env.validate_problems`) its reference solution is run on
 the public tests and the tests it fails are dropped (``SearchProblem.dropped_public``) --
-HumanEval/47, /130 and /148 have docstring examples that contradict their ``check``.
+HumanEval/47, /130 and /148 have docstring examples that contradict their ``check``; if it
+fails them all, new public tests are held out from the hidden tests (never shared).
 
 Scripted policies: :func:`best_policy` (oracle: the reference solution at every node),
 :func:`buggy_then_fixed_policy` (writes a wrong program; repairs it only when its
@@ -91,11 +93,12 @@ from llm_marl_envs.code.feedback import (
     analyze,
     parse_failures,
 )
-from llm_marl_envs.code.problem_tests import PUBLIC_SETUP, public_tests_for
 from llm_marl_envs.code.selection import Decision, SelectionConfig, choose
+from llm_marl_envs.code.test_sets import function_test_sets, held_out_sets, stdio_test_sets
 from llm_marl_envs.code.tree import NO_CODE, Node, SearchTree
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn
 from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, load_humaneval
+from llm_marl_envs.data.test_split import SplitConfig
 from llm_marl_envs.data.stdio_problems import (
     StdioProblem,
     load_stdio_problems,
@@ -148,61 +151,40 @@ class SearchProblem:
     public_inputs: tuple[str, ...] = field(default_factory=tuple)
     validated: bool = False  #: the reference was run on the public tests (see ``validate_public``)
     dropped_public: tuple[str, ...] = ()  #: names of public tests dropped because the reference fails them
+    test_split: dict[str, Any] = field(default_factory=dict)  #: how the tests were split (data/test_split.py)
 
     def program(self, code: str) -> str:
         """The program actually run: the prelude (imports, given helpers) then ``code``."""
         return f"{self.prelude}\n\n{code}" if self.prelude else code
 
 
-def function_problem(problem: CodeProblem, fallback_asserts: int = 3) -> SearchProblem:
-    """Public tests from the prompt's examples, hidden tests from the full ``check``."""
-    hidden_setup, hidden = tests_from_check(problem.test, problem.entry_point)
-    source, public_asserts, public_inputs = public_tests_for(problem, fallback_asserts)
-    binding = f"candidate = {problem.entry_point}\n"
-    if public_asserts:
-        public_setup = f"{hidden_setup}\n{PUBLIC_SETUP}\n{binding}"
-        public = tuple(AssertTest(a, name=f"public_{i}") for i, a in enumerate(public_asserts))
-    else:  # no example and no top-level assert in check: the public tests are the whole check
-        source, public_setup, public = "check", hidden_setup, tuple(hidden)
-        public_inputs = [""] * len(public)
+def function_problem(problem: CodeProblem, fallback_asserts: int = 3, split: SplitConfig | None = None) -> SearchProblem:
+    """Public and hidden tests from :func:`~llm_marl_envs.code.test_sets.function_test_sets` (disjoint)."""
+    t = function_test_sets(problem, fallback_asserts, split)
     return SearchProblem(
-        task_id=problem.task_id,
-        kind=FUNCTION,
-        statement=problem.prompt,
-        public_setup=public_setup,
-        public_tests=public,
-        hidden_setup=hidden_setup,
-        hidden_tests=tuple(hidden),
-        reference=problem.reference_program,
-        entry_point=problem.entry_point,
-        prelude=problem.prelude(),
-        public_source=source,
-        public_inputs=tuple(public_inputs),
-    )
+        task_id=problem.task_id, kind=FUNCTION, statement=problem.prompt, public_setup=t.public_setup,
+        public_tests=t.public_tests, hidden_setup=t.hidden_setup, hidden_tests=t.hidden_tests,
+        reference=problem.reference_program, entry_point=problem.entry_point, prelude=problem.prelude(),
+        public_source=t.public_source, public_inputs=t.public_inputs, test_split=t.split.to_dict(),
+    )  # fmt: skip
 
 
-def stdio_problem(problem: StdioProblem) -> SearchProblem:
-    """Public tests = the problem's public tests, hidden tests = its private tests."""
-    public = tuple(IOTest(c.input, c.output, name=f"public_{i}") for i, c in enumerate(problem.public_tests))
-    hidden = tuple(IOTest(c.input, c.output, name=f"hidden_{i}") for i, c in enumerate(problem.private_tests))
+def stdio_problem(problem: StdioProblem, split: SplitConfig | None = None) -> SearchProblem:
+    """Public and hidden tests from :func:`~llm_marl_envs.code.test_sets.stdio_test_sets` (disjoint)."""
+    t = stdio_test_sets(problem, split)
     return SearchProblem(
-        task_id=problem.task_id,
-        kind=STDIO,
-        statement=problem.statement,
-        public_setup="",
-        public_tests=public,
-        hidden_setup="",
-        hidden_tests=hidden or public,
-        reference=problem.reference_solution,
-        public_source="io",
-        public_inputs=tuple(c.input.rstrip("\n") for c in problem.public_tests),
-    )
+        task_id=problem.task_id, kind=STDIO, statement=problem.statement, public_setup="",
+        public_tests=t.public_tests, hidden_setup="", hidden_tests=t.hidden_tests,
+        reference=problem.reference_solution, public_source=t.public_source,
+        public_inputs=t.public_inputs, test_split=t.split.to_dict(),
+    )  # fmt: skip
 
 
 def load_search_problems(
     dataset: str | Path | Sequence[CodeProblem | StdioProblem] = "humaneval",
     dataset_format: str = "auto",
     fallback_asserts: int = 3,
+    split: SplitConfig | None = None,
 ) -> list[SearchProblem]:
     """Resolve ``dataset=`` (see the module docstring) into search problems."""
     if isinstance(dataset, (str, Path)):
@@ -227,9 +209,9 @@ def load_search_problems(
         if isinstance(p, SearchProblem):
             out.append(p)
         elif isinstance(p, CodeProblem):
-            out.append(function_problem(p, fallback_asserts))
+            out.append(function_problem(p, fallback_asserts, split))
         elif isinstance(p, StdioProblem):
-            out.append(stdio_problem(p))
+            out.append(stdio_problem(p, split))
         else:
             raise TypeError(f"problems must be CodeProblem or StdioProblem, got {type(p).__name__}")
     if not out:
@@ -257,10 +239,14 @@ class raw_env(TextCollabEnv):
         selection: Thompson-sampling settings (:class:`SelectionConfig`).
         feedback: what refinements are shown (:class:`FeedbackConfig`).
         history: ``"node"`` (a fresh chat per node) or ``"full"`` (each agent's whole chat).
-        fallback_asserts: ``check`` asserts used as public tests where a prompt has no example.
+        fallback_asserts: at most this many ``check`` tests are held out (seeded) as public
+            tests where a prompt has no example; they are then not scored.
+        test_split: seed and single-test policy of the visible/hidden split
+            (:class:`~llm_marl_envs.data.test_split.SplitConfig`); the split is recorded in
+            ``SearchProblem.test_split`` and ``infos[agent]["final"]["test_split"]``.
         validate_public: the first time a problem is drawn, run its reference solution on the
             public tests and drop those it fails (HumanEval has a few wrong docstring examples);
-            if it fails them all, the hidden tests serve as public tests.
+            if it fails them all, new public tests are held out from the hidden ones.
         hidden_eval: ``"best"`` (hidden tests run on the final best node only) or ``"all"``
             (on every node too; ``hidden_score`` in each record, for analysis).
         on_infra_error: ``"flag"`` or ``"raise"`` (see the module docstring).
@@ -289,6 +275,7 @@ class raw_env(TextCollabEnv):
         feedback: FeedbackConfig | None = None,
         history: str = "node",
         fallback_asserts: int = 3,
+        test_split: SplitConfig | None = None,
         validate_public: bool = True,
         hidden_eval: str = "best",
         on_infra_error: str = "flag",
@@ -326,7 +313,7 @@ class raw_env(TextCollabEnv):
             format_penalty=format_penalty,
             render_mode=render_mode,
         )
-        problems = load_search_problems(dataset, dataset_format, fallback_asserts)
+        problems = load_search_problems(dataset, dataset_format, fallback_asserts, test_split)
         if problem_ids is not None:
             by_id = {p.task_id: p for p in problems}
             missing = [t for t in problem_ids if t not in by_id]
@@ -524,10 +511,11 @@ class raw_env(TextCollabEnv):
         dropped = tuple(p.public_tests[i].name for i in range(len(p.public_tests)) if i not in keep)
         if not dropped:
             return replace(p, validated=True)
-        if not keep:
-            return replace(p, validated=True, dropped_public=dropped, public_setup=p.hidden_setup,
-                           public_tests=p.hidden_tests, public_inputs=("",) * len(p.hidden_tests),
-                           public_source="hidden")  # fmt: skip
+        if not keep:  # new public tests held out from the hidden ones, never the hidden tests themselves
+            t = held_out_sets(p.task_id, p.hidden_setup, p.hidden_tests, p.entry_point)
+            return replace(p, validated=True, dropped_public=dropped, public_setup=t.public_setup,
+                           public_tests=t.public_tests, public_inputs=t.public_inputs, public_source=t.public_source,
+                           hidden_tests=t.hidden_tests, test_split=t.split.to_dict())  # fmt: skip
         inputs = p.public_inputs if len(p.public_inputs) == len(p.public_tests) else ("",) * len(p.public_tests)
         return replace(p, validated=True, dropped_public=dropped,
                        public_tests=tuple(p.public_tests[i] for i in keep),
@@ -577,6 +565,7 @@ class raw_env(TextCollabEnv):
             "hidden_total": total,
             "infra_error": infra,
             "n_nodes": len(self.tree),
+            "test_split": dict(self.problem.test_split),
         }
         return 0.0 if score is None else float(score)
 

@@ -223,7 +223,9 @@ def test_loads_functional_and_stdio_files(tmp_path):
     path.write_text(json.dumps(rec) + "\n")
     env = ts.env(dataset=str(path), max_nodes=1)
     (p,) = env.unwrapped.problems
-    assert p.kind == "function" and p.public_inputs == ("inc(1)",) and len(p.hidden_tests) == 2
+    assert p.kind == "function" and p.public_inputs == ("inc(1)",)
+    assert [t.code for t in p.hidden_tests] == ["assert candidate(-1) == 0\n"]  # inc(1) is in the prompt: not scored
+    assert p.test_split["removed_from_hidden"] == 1 and p.test_split["score_tests"] == "hidden"
     assert play(env, ts.best_policy) == 1.0
     env = ts.env(dataset=load_stdio_sample()[:2], max_nodes=1)
     assert [p.kind for p in env.unwrapped.problems] == ["stdio", "stdio"]
