@@ -123,7 +123,8 @@ def split_tests(
         assert_disjoint(shown, kept, key, record)
         return shown, kept, record
     if shown:  # every hidden test is one the dataset shows: no test is left to score blind
-        return shown, shown, TestSplit("shared", len(shown), len(shown), removed, (), cfg.seed, "visible")
+        scored = candidates or shown  # the hidden candidates' own form (their set-up may differ)
+        return shown, scored, TestSplit("shared", len(shown), len(scored), removed, (), cfg.seed, "visible")
     pool = kept
     if len(pool) >= 2 and cfg.max_held_out > 0:
         n_out = min(cfg.max_held_out, len(pool) // 2)
