@@ -96,7 +96,8 @@ def held_out_sets(
 def case_key(test: Any) -> Hashable:
     """The identity of a test: ``("io", stdin, stdout)`` (normalised lines) for an I/O test;
     ``("call", args, expected)`` for an assert comparing one call with a literal (plain
-    ``assert f(x) == y`` or the public tests' reporting form); else the normalised code."""
+    ``assert f(x) == y``, the public tests' reporting form, or call-based APPS cases'
+    ``f(x) in (y, [y])``); else the normalised code."""
     if isinstance(test, IOTest):
         return ("io", _lines(test.stdin), _lines(test.expected_stdout))
     code = test.code if isinstance(test, AssertTest) else str(test)
@@ -143,6 +144,14 @@ def _single_assert(code: str) -> ast.Assert | None:
 def _call_and_expected(test: ast.expr) -> tuple[str, str] | None:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
         call, expected = test.left, test.comparators[0]
+    elif (  # call-based APPS cases: ``candidate(...) in (v, [v])`` (data/call_based.py)
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.In)
+        and isinstance(test.comparators[0], ast.Tuple)
+        and test.comparators[0].elts
+    ):
+        call, expected = test.left, test.comparators[0].elts[0]
     elif (
         isinstance(test, ast.Call)
         and isinstance(test.func, ast.Name)

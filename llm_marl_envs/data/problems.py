@@ -59,30 +59,48 @@ class CodeProblem:
         return f"{prefix} {fn.name}({ast.unparse(fn.args)}){ret}:"
 
     def entry_function(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        """The entry point's AST node in the prompt, or None if the prompt does not parse."""
-        try:
-            tree = ast.parse(self.prompt)
-        except SyntaxError:
-            return None
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == self.entry_point:
-                return node
-        return None
+        """The entry point's AST node in the prompt (a top-level function, or a method of a
+        top-level class such as LeetCode's ``Solution``), or None if the prompt does not parse."""
+        found = self._entry_nodes()
+        return found[1] if found else None
+
+    def entry_class(self) -> str | None:
+        """Name of the class whose method the entry point is (``"Solution"``), or None."""
+        found = self._entry_nodes()
+        return found[0].name if found and isinstance(found[0], ast.ClassDef) else None
 
     def prelude(self) -> str:
-        """The prompt without the entry point's stub: imports and given helper functions.
+        """The prompt without the entry point's stub (or its class): imports and given helpers.
 
         The code tasks put this in front of the agents' code so that what the prompt
         provides (``from typing import List``, HumanEval/32's ``poly``...) is available.
         """
-        fn = self.entry_function()
-        if fn is None:
+        found = self._entry_nodes()
+        if found is None:
             return ""
+        outer = found[0]
         lines = self.prompt.split("\n")
-        start = min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1
-        end = fn.end_lineno or fn.lineno
+        start = min([outer.lineno] + [d.lineno for d in outer.decorator_list]) - 1
+        end = outer.end_lineno or outer.lineno
         kept = lines[:start] + lines[end:]
         return "\n".join(kept).strip("\n")
+
+    def _entry_nodes(self) -> tuple[ast.stmt, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+        """(top-level statement holding the entry point, the entry point's node)."""
+        try:
+            tree = ast.parse(self.prompt)
+        except SyntaxError:
+            return None
+        functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+        for node in tree.body:
+            if isinstance(node, functions) and node.name == self.entry_point:
+                return node, node
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, functions) and item.name == self.entry_point:
+                        return node, item
+        return None
 
 
 def split_problems(
