@@ -26,7 +26,10 @@ the last turn and then its score. Either way the return is the final program's s
 (plus format penalties), so ``return_range() == (min, 4.0)`` where ``min`` is 0, or
 ``format_penalty * n_agents * max_turns`` with a negative ``format_penalty``.
 ``infos[agent]["reward_components"]`` holds every component of the turn's score plus
-``score``, ``previous_score``, ``tests_passed``, ``tests_total``.
+``score``, ``previous_score``, ``tests_passed``, ``tests_total`` and
+``visible_test_score``: the tests that score a turn are the ones the feedback of earlier
+turns showed (the paper's setting), so from the second turn on (with ``feedback`` other
+than ``"none"``) the score is a visible-test score and this component is 1.
 
 Format issues (penalized by ``format_penalty`` per flagged agent and turn, 0 by default):
 an answer with no code; assembly dropping something of the agent's (a helper writing the
@@ -256,6 +259,8 @@ class raw_env(TextCollabEnv):
             previous_score=prev,
             tests_passed=float(score.passed),
             tests_total=float(score.n_tests),
+            # 1 once feedback has shown the scoring tests (turn > 0): a visible-test score (data/test_split.py)
+            visible_test_score=float(self.turn > 0 and self.feedback != "none"),
         )
         if not last:
             for agent in self.agents:

@@ -1,6 +1,6 @@
 """Loaders for code problems in public JSONL formats, from a user's path (no download).
 
-Two record shapes are understood (``format="auto"`` decides per record):
+Four record shapes are understood (``format="auto"`` decides per record):
 
 - **CoopHumanEval / HumanEval shape**: ``task_id``, ``prompt``, ``test``, ``entry_point``
   (optional ``canonical_solution``). CoopHumanEval has no canonical solution.
@@ -16,8 +16,10 @@ Two record shapes are understood (``format="auto"`` decides per record):
   examples and score on the other asserts (:mod:`llm_marl_envs.data.test_split`).
 - **EvalPlus** (HumanEval+ / MBPP+, records with ``plus_input``): read by
   :func:`llm_marl_envs.data.evalplus.evalplus_record_to_problem`.
+- **BigCodeBench** (records with ``complete_prompt``): read by
+  :func:`llm_marl_envs.data.bigcodebench.bigcodebench_record_to_problem`.
 
-A user's own JSONL of either shape works the same way. Malformed lines raise
+A user's own JSONL of any of these shapes works the same way. Malformed lines raise
 ``ValueError`` naming the file and line.
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from llm_marl_envs.data.bigcodebench import bigcodebench_record_to_problem
 from llm_marl_envs.data.evalplus import evalplus_record_to_problem
 from llm_marl_envs.data.jsonl import iter_jsonl
 from llm_marl_envs.data.mbpp import MBPP_KEYS, MBPP_SANITIZED_KEYS, mbpp_record_to_problem
@@ -39,7 +42,7 @@ _HUMANEVAL_KEYS = ("task_id", "prompt", "test", "entry_point")
 
 def load_code_jsonl(
     path: str | Path,
-    format: Literal["auto", "humaneval", "mbpp", "evalplus"] = "auto",
+    format: Literal["auto", "humaneval", "mbpp", "evalplus", "bigcodebench"] = "auto",
     examples_in_prompt: int = 1,
     challenge_tests: bool = True,
 ) -> list[CodeProblem]:
@@ -62,6 +65,8 @@ def _record_to_problem(rec: dict[str, Any], format: str, examples_in_prompt: int
     if format == "auto":
         if "plus_input" in rec:
             format = "evalplus"
+        elif "complete_prompt" in rec:
+            format = "bigcodebench"
         elif all(k in rec for k in _HUMANEVAL_KEYS):
             format = "humaneval"
         elif all(k in rec for k in MBPP_KEYS) or all(k in rec for k in MBPP_SANITIZED_KEYS):
@@ -69,10 +74,12 @@ def _record_to_problem(rec: dict[str, Any], format: str, examples_in_prompt: int
         else:
             raise KeyError(
                 f"record has keys {sorted(rec)}; expected {list(_HUMANEVAL_KEYS)} (CoopHumanEval/HumanEval) "
-                f"or {list(MBPP_KEYS)} (MBPP)"
+                f"or {list(MBPP_KEYS)} (MBPP), or EvalPlus (plus_input) / BigCodeBench (complete_prompt) fields"
             )
     if format == "mbpp":
         return mbpp_record_to_problem(rec, examples_in_prompt, challenge)
+    if format == "bigcodebench":
+        return bigcodebench_record_to_problem(rec)
     if format == "evalplus":
         return evalplus_record_to_problem(rec, examples_in_prompt)
     if format != "humaneval":
