@@ -20,7 +20,8 @@ Each public test is an assert that compares with a tolerance for floats (``1e-6`
 recursively through lists, tuples and dicts) and, when it fails, carries the call, the
 expected and the actual value in its message as ``[io] {"input", "expected", "got"}``
 JSON, which :mod:`llm_marl_envs.code.feedback` shows as a wrong answer with
-input / expected / got. :func:`io_assert` rewrites a ``check`` assert
+input / expected / got. Other ``>>> assert`` lines (:func:`prompt_asserts`) are public
+tests as written. :func:`io_assert` rewrites a ``check`` assert
 ``candidate(...) == value`` into the same reporting form.
 """
 
@@ -34,7 +35,7 @@ from typing import Any
 
 from llm_marl_envs.code.feedback import IO_MESSAGE_PREFIX
 
-__all__ = ["Example", "PUBLIC_SETUP", "example_assert", "io_assert", "parse_examples"]
+__all__ = ["Example", "PUBLIC_SETUP", "example_assert", "io_assert", "parse_examples", "prompt_asserts"]
 
 _DOCSTRING_END = re.compile(r"\"\"\"|'''")
 _SEPARATORS = re.compile(r"^\s*(?:==>|=>|->|➞|==|=|should\s+return|returns?)\s*(.+?)\s*\.?\s*$")
@@ -112,6 +113,28 @@ def parse_examples(prompt: str, entry_point: str) -> list[Example]:
             found.append(ex)
         i += 1
     return list(dict.fromkeys(found))
+
+
+def prompt_asserts(prompt: str, entry_point: str) -> list[str]:
+    """``>>> assert ...`` lines of the prompt that are not a literal example (e.g. MBPP's
+    ``assert set(f(x)) == set(y)``), with the entry point renamed ``candidate``: they are
+    shown to the agents, so they are public tests too."""
+    out = []
+    for line in prompt.splitlines():
+        src = line.strip()[3:].strip() if line.strip().startswith(">>>") else ""
+        if not src.startswith("assert ") or _assert_example(src, entry_point) is not None:
+            continue
+        try:
+            tree = ast.parse(src)
+        except (SyntaxError, ValueError):
+            continue
+        renamed = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == entry_point]
+        if not renamed:
+            continue
+        for n in renamed:
+            n.id = "candidate"
+        out.append(ast.unparse(tree))
+    return list(dict.fromkeys(out))
 
 
 def example_assert(example: Example, entry_point: str) -> str:

@@ -7,7 +7,8 @@ test (:func:`case_key`):
 
 - **function-style** (:func:`function_test_sets`, HumanEval / MBPP / EvalPlus /
   BigCodeBench / call-based problems): visible candidates = the examples written in the
-  prompt (:func:`~llm_marl_envs.code.problem_tests.parse_examples`); hidden candidates =
+  prompt (:func:`~llm_marl_envs.code.problem_tests.parse_examples`, and ``>>> assert``
+  lines as written, :func:`~llm_marl_envs.code.problem_tests.prompt_asserts`); hidden candidates =
   the tests of the full ``check`` (``tests_from_check``). A hidden test that is the same
   call with the same expected value as an example is not scored (the agents read it in the
   prompt). Where the prompt has no example, up to ``fallback_asserts`` tests of ``check``
@@ -29,7 +30,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from llm_marl_envs.code.problem_tests import PUBLIC_SETUP, example_assert, io_assert, parse_examples
+from llm_marl_envs.code.problem_tests import PUBLIC_SETUP, example_assert, io_assert, parse_examples, prompt_asserts
 from llm_marl_envs.data.problems import CodeProblem
 from llm_marl_envs.data.stdio_problems import StdioProblem
 from llm_marl_envs.data.test_split import SplitConfig, TestSplit, split_tests
@@ -62,6 +63,7 @@ def function_test_sets(problem: CodeProblem, fallback_asserts: int = 3, config: 
     examples = parse_examples(problem.prompt, entry)
     shown = [AssertTest(example_assert(ex, entry), name=f"public_{i}") for i, ex in enumerate(examples)]
     inputs = {case_key(t): ex.call for t, ex in zip(shown, examples)}
+    shown += [AssertTest(a, name=f"public_{len(shown) + i}") for i, a in enumerate(prompt_asserts(problem.prompt, entry))]
     public_setup = f"{hidden_setup}\n{PUBLIC_SETUP}\ncandidate = {entry}\n"
     vis, hid, record = split_tests(shown, hidden, case_key, problem.task_id, "examples", cfg)
     if record.visible_source == "held_out":

@@ -101,7 +101,7 @@ class TestCases(unittest.TestCase):
         self.assertEqual(task_func("x  x"), {"x": 2})
 
     def test_case_4(self):
-        with self.assertRaises(TypeError):
+        with self.assertRaises(AttributeError):
             task_func(None)
 '''
 
