@@ -58,7 +58,7 @@ def test_bigcodebench_unittest_methods_are_tests(tmp_path):
     env.reset(seed=0)
     env.step("```python\ndef task_func(text):\n    return {}\n```")
     node = env.unwrapped.tree[0]
-    assert node.passed == 0 and "AssertionError" in node.feedback  # the unittest failure is shown
+    assert node.passed < node.total == 2 and "AssertionError" in node.feedback  # the unittest failure is shown
 
 
 def test_malformed_evalplus_and_bigcodebench_records_raise(tmp_path):
