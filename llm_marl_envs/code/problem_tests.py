@@ -31,7 +31,6 @@ import ast
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 from llm_marl_envs.code.feedback import IO_MESSAGE_PREFIX
 

@@ -30,7 +30,13 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from llm_marl_envs.code.problem_tests import PUBLIC_SETUP, example_assert, io_assert, parse_examples, prompt_asserts
+from llm_marl_envs.code.problem_tests import (
+    PUBLIC_SETUP,
+    example_assert,
+    io_assert,
+    parse_examples,
+    prompt_asserts,
+)
 from llm_marl_envs.data.problems import CodeProblem
 from llm_marl_envs.data.stdio_problems import StdioProblem
 from llm_marl_envs.data.test_split import SplitConfig, TestSplit, split_tests
@@ -55,7 +61,9 @@ class TestSets:
     split: TestSplit
 
 
-def function_test_sets(problem: CodeProblem, fallback_asserts: int = 3, config: SplitConfig | None = None) -> TestSets:
+def function_test_sets(
+    problem: CodeProblem, fallback_asserts: int = 3, config: SplitConfig | None = None
+) -> TestSets:
     """Public tests = the prompt's examples (or a seeded hold-out of ``check``), hidden = the rest."""
     cfg = replace(config or SplitConfig(), max_held_out=max(0, fallback_asserts))
     entry = problem.entry_point
@@ -63,7 +71,10 @@ def function_test_sets(problem: CodeProblem, fallback_asserts: int = 3, config: 
     examples = parse_examples(problem.prompt, entry)
     shown = [AssertTest(example_assert(ex, entry), name=f"public_{i}") for i, ex in enumerate(examples)]
     inputs = {case_key(t): ex.call for t, ex in zip(shown, examples)}
-    shown += [AssertTest(a, name=f"public_{len(shown) + i}") for i, a in enumerate(prompt_asserts(problem.prompt, entry))]
+    shown += [
+        AssertTest(a, name=f"public_{len(shown) + i}")
+        for i, a in enumerate(prompt_asserts(problem.prompt, entry))
+    ]
     public_setup = f"{hidden_setup}\n{PUBLIC_SETUP}\ncandidate = {entry}\n"
     vis, hid, record = split_tests(shown, hidden, case_key, problem.task_id, "examples", cfg)
     if record.visible_source == "held_out":
@@ -85,7 +96,11 @@ def stdio_test_sets(problem: StdioProblem, config: SplitConfig | None = None) ->
 
 
 def held_out_sets(
-    task_id: str, hidden_setup: str, hidden: tuple[Any, ...], entry_point: str, config: SplitConfig | None = None
+    task_id: str,
+    hidden_setup: str,
+    hidden: tuple[Any, ...],
+    entry_point: str,
+    config: SplitConfig | None = None,
 ) -> TestSets:
     """New public tests held out (seeded) from ``hidden`` alone: used when a problem's own
     public tests all turn out wrong (its reference fails them), instead of showing hidden tests."""

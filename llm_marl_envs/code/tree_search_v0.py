@@ -98,19 +98,16 @@ from llm_marl_envs.code.test_sets import function_test_sets, held_out_sets, stdi
 from llm_marl_envs.code.tree import NO_CODE, Node, SearchTree
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn
 from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, load_humaneval
-from llm_marl_envs.data.test_split import SplitConfig
 from llm_marl_envs.data.stdio_problems import (
     StdioProblem,
     load_stdio_problems,
     load_stdio_sample,
 )
+from llm_marl_envs.data.test_split import SplitConfig
 from llm_marl_envs.sandbox import (
-    AssertTest,
     ExecResult,
-    IOTest,
     SandboxError,
     default_sandbox,
-    tests_from_check,
 )
 
 FUNCTION = "function"
@@ -146,7 +143,7 @@ class SearchProblem:
     reference: str | None
     entry_point: str = ""
     prelude: str = ""
-    public_source: str = "examples"  #: "examples" (from the prompt), "check" (fallback) or "io"
+    public_source: str = "examples"  #: "examples", "io", "held_out", "none" or "shared" (code/test_sets.py)
     #: how the feedback shows each public test's input ("" where a test does not show it)
     public_inputs: tuple[str, ...] = field(default_factory=tuple)
     validated: bool = False  #: the reference was run on the public tests (see ``validate_public``)

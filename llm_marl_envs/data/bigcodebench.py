@@ -28,7 +28,7 @@ __all__ = ["BCB_KEYS", "BCB_RUNNER", "bigcodebench_record_to_problem", "unittest
 BCB_KEYS = ("task_id", "complete_prompt", "canonical_solution", "test", "entry_point")
 
 #: runs one test method of a TestCase class defined in the set-up
-BCB_RUNNER = '''
+BCB_RUNNER = """
 
 def _bcb_case(class_name, method):
     import unittest as _bcb_unittest
@@ -39,7 +39,7 @@ def _bcb_case(class_name, method):
     for _, reason in result.skipped:
         raise AssertionError(f"skipped: {reason}")
     return True
-'''
+"""
 
 
 def bigcodebench_record_to_problem(rec: dict[str, Any]) -> CodeProblem:
@@ -63,8 +63,11 @@ def bigcodebench_record_to_problem(rec: dict[str, Any]) -> CodeProblem:
         canonical_solution=body,
         reference_program=prompt + body,
         source="bigcodebench",
-        metadata={"libs": rec.get("libs"), "instruct_prompt": rec.get("instruct_prompt", ""),
-                  "n_tests": len(methods)},  # fmt: skip
+        metadata={
+            "libs": rec.get("libs"),
+            "instruct_prompt": rec.get("instruct_prompt", ""),
+            "n_tests": len(methods),
+        },  # fmt: skip
     )
     if problem.entry_function() is None:
         raise ValueError(f"complete_prompt of {task_id!r} does not define entry point {entry!r}")

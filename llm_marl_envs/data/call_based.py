@@ -126,7 +126,12 @@ def call_problem(
         canonical_solution=None,
         reference_program=reference or None,
         source=source,
-        metadata={"call_based": True, "n_public": len(public), "n_private": len(private), **dict(metadata or {})},
+        metadata={
+            "call_based": True,
+            "n_public": len(public),
+            "n_private": len(private),
+            **dict(metadata or {}),
+        },
     )
 
 

@@ -34,7 +34,7 @@ from llm_marl_envs.data.problems import CodeProblem
 __all__ = ["EVALPLUS_SETUP", "evalplus_record_to_problem"]
 
 #: put in front of ``check``: the comparison of a float result within a tolerance
-EVALPLUS_SETUP = '''import math
+EVALPLUS_SETUP = """import math
 
 
 def _ep_close(got, expected, atol):
@@ -46,17 +46,18 @@ def _ep_close(got, expected, atol):
             return math.isnan(got)
         return math.isclose(got, expected, rel_tol=1e-07, abs_tol=atol)
     return got == expected
-'''
+"""
 
 
-def evalplus_record_to_problem(rec: dict[str, Any], examples_in_prompt: int = 1, sandbox: Any = None) -> CodeProblem:
+def evalplus_record_to_problem(
+    rec: dict[str, Any], examples_in_prompt: int = 1, sandbox: Any = None
+) -> CodeProblem:
     """One EvalPlus record as a :class:`CodeProblem` (see the module docstring)."""
     for key in ("task_id", "prompt", "plus_input"):
         if key not in rec:
             raise KeyError(f"missing key {key!r}")
     task_id = str(rec["task_id"]) if not isinstance(rec["task_id"], int) else f"Mbpp/{rec['task_id']}"
     base = _problem_shell(rec, task_id, examples_in_prompt)
-    entry = base.entry_point
     if base.reference_program is None:
         raise ValueError(f"{task_id}: no canonical_solution / code")
     base_inputs = list(rec.get("base_input") or [])
@@ -77,8 +78,14 @@ def evalplus_record_to_problem(rec: dict[str, Any], examples_in_prompt: int = 1,
         base,
         test=f"{EVALPLUS_SETUP}\n\ndef check(candidate):\n{asserts}\n",
         source="evalplus",
-        metadata={**base.metadata, "n_base": len(base_inputs), "n_plus": len(plus_inputs),
-                  "n_tests": len(inputs), "dropped_inputs": dropped, "atol": atol},  # fmt: skip
+        metadata={
+            **base.metadata,
+            "n_base": len(base_inputs),
+            "n_plus": len(plus_inputs),
+            "n_tests": len(inputs),
+            "dropped_inputs": dropped,
+            "atol": atol,
+        },  # fmt: skip
     )
 
 
@@ -90,7 +97,7 @@ def _problem_shell(rec: dict[str, Any], task_id: str, examples_in_prompt: int) -
     if entry and _defines(prompt, entry):  # HumanEval+
         reference = canonical if _defines(canonical, entry) else (prompt + canonical if canonical else None)
         return CodeProblem(task_id=task_id, prompt=prompt, entry_point=entry, test="",
-                           canonical_solution=None if reference != prompt + canonical else canonical,
+                           canonical_solution=canonical if reference == prompt + canonical else None,
                            reference_program=reference, source="evalplus")  # fmt: skip
     text_lines = [ln for ln in prompt.strip().strip('"').strip("'").splitlines()]
     shown = [ln.strip() for ln in text_lines if ln.strip().startswith("assert ")]
@@ -139,12 +146,17 @@ def _inputs_and_results(test: str) -> tuple[list[Any], list[Any]] | None:
     return inputs, results
 
 
-def _reference_results(problem: CodeProblem, inputs: Sequence[Any], sandbox: Any) -> tuple[list[Any], list[Any], int]:
+def _reference_results(
+    problem: CodeProblem, inputs: Sequence[Any], sandbox: Any
+) -> tuple[list[Any], list[Any], int]:
     """Run the reference on every input in the sandbox; (results, inputs kept, number dropped)."""
     from llm_marl_envs.sandbox import AssertTest, SandboxError, default_sandbox
 
     box = sandbox if sandbox is not None else default_sandbox()
-    tests = [AssertTest(f"print(repr({problem.entry_point}({_args(a)})))", name=f"in_{i}") for i, a in enumerate(inputs)]
+    tests = [
+        AssertTest(f"print(repr({problem.entry_point}({_args(a)})))", name=f"in_{i}")
+        for i, a in enumerate(inputs)
+    ]
     result = box.run(problem.reference_program or "", tests)
     if result.infra_error is not None:
         raise SandboxError(f"{problem.task_id}: computing expected outputs failed: {result.infra_error}")

@@ -142,7 +142,10 @@ def split_tests(
 
 
 def assert_disjoint(
-    visible: Sequence[Any], hidden: Sequence[Any], key: Callable[[Any], Hashable], record: TestSplit | None = None
+    visible: Sequence[Any],
+    hidden: Sequence[Any],
+    key: Callable[[Any], Hashable],
+    record: TestSplit | None = None,
 ) -> None:
     """Raise :class:`TestLeakError` if a visible test is a hidden one, unless ``record`` says
     the score is a visible-test score (``score_tests="visible"``)."""
@@ -150,7 +153,9 @@ def assert_disjoint(
         return
     common = {key(t) for t in visible} & {key(t) for t in hidden}
     if common:
-        raise TestLeakError(f"{len(common)} visible test(s) are also hidden tests, e.g. {sorted(map(str, common))[0]}")
+        raise TestLeakError(
+            f"{len(common)} visible test(s) are also hidden tests, e.g. {sorted(map(str, common))[0]}"
+        )
 
 
 def _unique(tests: Sequence[T], key: Callable[[T], Hashable]) -> tuple[T, ...]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_marl_envs.code.problem_tests import Example, parse_examples
-from llm_marl_envs.code.test_sets import function_test_sets, case_key
+from llm_marl_envs.code.test_sets import case_key, function_test_sets
 from llm_marl_envs.data.humaneval import CodeProblem, load_humaneval
 
 PROMPT = '''def f(xs, k=0):

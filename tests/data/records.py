@@ -87,7 +87,7 @@ def mbpp_plus_record():
     }  # fmt: skip
 
 
-BCB_TEST = '''import unittest
+BCB_TEST = """import unittest
 
 
 class TestCases(unittest.TestCase):
@@ -103,14 +103,14 @@ class TestCases(unittest.TestCase):
     def test_case_4(self):
         with self.assertRaises(AttributeError):
             task_func(None)
-'''
+"""
 
 
 def bigcodebench_record():
     prompt = (
-        "import collections\n\n\ndef task_func(text):\n    \"\"\"\n    Count the words of a text.\n\n"
+        'import collections\n\n\ndef task_func(text):\n    """\n    Count the words of a text.\n\n'
         "    Parameters:\n    text (str): the text.\n\n    Returns:\n    dict: word -> count.\n\n"
-        "    Requirements:\n    - collections\n    \"\"\"\n"
+        '    Requirements:\n    - collections\n    """\n'
     )
     return {
         "task_id": "BigCodeBench/900", "complete_prompt": prompt,

@@ -73,7 +73,9 @@ def test_apps_call_based_accepts_wrapped_outputs_and_tuples(tmp_path):
     node, final = _run(problem, problem.reference_program)  # returns a tuple: compared as a list, like APPS
     assert (node.score, final["hidden_score"], final["hidden_total"]) == (1.0, 1.0, 2)
     node, final = _run(problem, "def pair(a, b):\n    return [a, b]\n")  # right only when already sorted
-    assert node.score == 0.0 and final["hidden_score"] == 1.0  # public (2, 1) fails; hidden (5, 9), (0, 0) pass
+    assert (
+        node.score == 0.0 and final["hidden_score"] == 1.0
+    )  # public (2, 1) fails; hidden (5, 9), (0, 0) pass
     node, final = _run(problem, "def pair(a, b):\n    return a + b\n")
     assert final["hidden_score"] == 0.0
 

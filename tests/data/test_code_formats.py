@@ -20,7 +20,7 @@ def _final(problem, code):
 
 def test_mbpp_challenge_tests_are_scored(tmp_path):
     (p,) = load_code_jsonl(R.write_jsonl(tmp_path / "m.jsonl", [R.mbpp_record()]))
-    assert p.metadata["n_challenge_tests"] == 2 and ">>> assert remove_Occ(\"hello\",\"l\") == \"heo\"" in p.prompt
+    assert p.metadata["n_challenge_tests"] == 2 and '>>> assert remove_Occ("hello","l") == "heo"' in p.prompt
     assert _final(p, p.reference_program)["hidden_score"] == 1.0
     # removing every occurrence agrees with the shown example and the three-occurrence-free tests,
     # and fails only the challenge test "hellolloll":
@@ -33,9 +33,13 @@ def test_mbpp_challenge_tests_are_scored(tmp_path):
 def test_humaneval_plus_base_and_plus_inputs_become_hidden_tests(with_results):
     p = evalplus_record_to_problem(R.humaneval_plus_record(with_results))
     assert (p.metadata["n_base"], p.metadata["n_plus"], p.metadata["n_tests"]) == (4, 3, 7)
-    assert "assert candidate(1000, 2000) == 3000" in p.test  # expected value read or computed by the reference
+    assert (
+        "assert candidate(1000, 2000) == 3000" in p.test
+    )  # expected value read or computed by the reference
     final = _final(p, p.reference_program)
-    assert final["hidden_score"] == 1.0 and final["hidden_total"] == 5  # add(2, 3), add(5, 7) are in the prompt
+    assert (
+        final["hidden_score"] == 1.0 and final["hidden_total"] == 5
+    )  # add(2, 3), add(5, 7) are in the prompt
     final = _final(p, "def add(x, y):\n    return x + y if x >= 0 else 0\n")  # wrong on a plus input only
     assert final["hidden_passed"] == 4
 
@@ -58,7 +62,9 @@ def test_bigcodebench_unittest_methods_are_tests(tmp_path):
     env.reset(seed=0)
     env.step("```python\ndef task_func(text):\n    return {}\n```")
     node = env.unwrapped.tree[0]
-    assert node.passed < node.total == 2 and "AssertionError" in node.feedback  # the unittest failure is shown
+    assert (
+        node.passed < node.total == 2 and "AssertionError" in node.feedback
+    )  # the unittest failure is shown
 
 
 def test_malformed_evalplus_and_bigcodebench_records_raise(tmp_path):

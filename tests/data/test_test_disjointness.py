@@ -86,7 +86,11 @@ def test_mbpp_hidden_tests_are_the_unshown_asserts_and_the_challenge_tests(tmp_p
     assert [t.code for t in sanitized.public_tests] == [shown] and len(sanitized.hidden_tests) == 2
     assert shown not in {case_key(t)[1] for t in sanitized.hidden_tests}
     (no_challenge,) = ts.load_search_problems(
-        [__import__("llm_marl_envs.data.mbpp", fromlist=["x"]).mbpp_record_to_problem(R.mbpp_record(), 1, False)]
+        [
+            __import__("llm_marl_envs.data.mbpp", fromlist=["x"]).mbpp_record_to_problem(
+                R.mbpp_record(), 1, False
+            )
+        ]
     )
     assert len(no_challenge.hidden_tests) == 2
 

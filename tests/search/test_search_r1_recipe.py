@@ -45,7 +45,9 @@ def test_make_takes_search_r1_records_and_a_wiki18_corpus_from_files(tmp_path):
     kwargs = dict(dataset=str(data), corpus=str(corpus), n_workers=1, top_k=1, cache_dir=tmp_path)
     env = llm_marl_envs.make("search/planner_worker_v0", topic_passage=False, **kwargs)
     raw = env.unwrapped
-    assert [e.id for e in raw.examples] == ["train_0", "train_1"] and raw.examples[0].answers == tuple(SEARCH_R1[0]["golden_answers"])
+    assert [e.id for e in raw.examples] == ["train_0", "train_1"] and raw.examples[0].answers == tuple(
+        SEARCH_R1[0]["golden_answers"]
+    )
     assert _play(env, "Wilhelm Röntgen") == 1.0
     passages = [m["content"] for m in raw.observe_chat("worker_0") if m["role"] == "user"]
     assert any("discovered in 1895" in p for p in passages)  # the BM25 index is the wiki-18 file
@@ -56,7 +58,9 @@ def test_make_takes_search_r1_records_and_a_wiki18_corpus_from_files(tmp_path):
     with pytest.raises(ValueError, match="topic_passage=False"):  # no supporting passage to hand out
         llm_marl_envs.make("search/planner_worker_v0", **kwargs)
     with pytest.raises(ValueError, match="normalization must be one of"):
-        llm_marl_envs.make("search/planner_worker_v0", topic_passage=False, answer_normalization="nfkc", **kwargs)
+        llm_marl_envs.make(
+            "search/planner_worker_v0", topic_passage=False, answer_normalization="nfkc", **kwargs
+        )
     with pytest.raises(ValueError, match="not both"):
         llm_marl_envs.make("search/planner_worker_v0", topic_passage=False, examples=raw.examples, **kwargs)
 
@@ -64,7 +68,11 @@ def test_make_takes_search_r1_records_and_a_wiki18_corpus_from_files(tmp_path):
 def test_accent_folding_and_squad_default():
     assert normalize_answer("The Röntgen!") == "röntgen"
     fold = AnswerNormalization(fold_accents=True)
-    assert normalize_answer("The Röntgen!", fold) == "rontgen" == normalize_answer("Rontgen", "squad_fold_accents")
+    assert (
+        normalize_answer("The Röntgen!", fold)
+        == "rontgen"
+        == normalize_answer("Rontgen", "squad_fold_accents")
+    )
     assert normalize_answer("Ångström São Paulo", fold) == "angstrom sao paulo"
     assert exact_match("rontgen", ["Röntgen"]) == 0.0 and exact_match("rontgen", ["Röntgen"], fold) == 1.0
     assert f1_score("Wilhelm Rontgen", ["Röntgen"], fold) == pytest.approx(2 / 3)
