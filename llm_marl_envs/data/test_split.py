@@ -84,6 +84,8 @@ class TestSplit:
         held_out: indices (in the pooled candidates) of the tests moved to the visible set.
         seed: the seed of the hold-out.
         score_tests: ``"hidden"`` (disjoint from the visible tests) or ``"visible"``.
+        duplicates_dropped: hidden candidates dropped because an earlier one has their key
+            (a test listed twice counts once).
     """
 
     __test__ = False  # not a pytest test class
@@ -95,6 +97,7 @@ class TestSplit:
     held_out: tuple[int, ...] = ()
     seed: int = 0
     score_tests: str = "hidden"
+    duplicates_dropped: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready) for episode records."""
@@ -116,15 +119,22 @@ def split_tests(
     shown = _unique(visible, key)
     shown_keys = {key(t) for t in shown}
     candidates = _unique(hidden, key)
+    dup = len(hidden) - len(candidates)
     kept = tuple(t for t in candidates if key(t) not in shown_keys)
     removed = len(candidates) - len(kept)
     if shown and kept:
-        record = TestSplit(visible_source, len(shown), len(kept), removed, (), cfg.seed)
+        record = TestSplit(
+            visible_source, len(shown), len(kept), removed, (), cfg.seed, duplicates_dropped=dup
+        )
         assert_disjoint(shown, kept, key, record)
         return shown, kept, record
     if shown:  # every hidden test is one the dataset shows: no test is left to score blind
         scored = candidates or shown  # the hidden candidates' own form (their set-up may differ)
-        return shown, scored, TestSplit("shared", len(shown), len(scored), removed, (), cfg.seed, "visible")
+        return (
+            shown,
+            scored,
+            TestSplit("shared", len(shown), len(scored), removed, (), cfg.seed, "visible", dup),
+        )
     pool = kept
     if len(pool) >= 2 and cfg.max_held_out > 0:
         n_out = min(cfg.max_held_out, len(pool) // 2)
@@ -133,12 +143,12 @@ def split_tests(
         out_set = set(chosen)
         vis = tuple(pool[i] for i in chosen)
         hid = tuple(t for i, t in enumerate(pool) if i not in out_set)
-        record = TestSplit("held_out", len(vis), len(hid), removed, chosen, cfg.seed)
+        record = TestSplit("held_out", len(vis), len(hid), removed, chosen, cfg.seed, duplicates_dropped=dup)
         assert_disjoint(vis, hid, key, record)
         return vis, hid, record
     if cfg.too_few == "share" and len(pool) == 1:
-        return pool, pool, TestSplit("shared", len(pool), len(pool), removed, (), cfg.seed, "visible")
-    return (), pool, TestSplit("none", 0, len(pool), removed, (), cfg.seed)
+        return pool, pool, TestSplit("shared", len(pool), len(pool), removed, (), cfg.seed, "visible", dup)
+    return (), pool, TestSplit("none", 0, len(pool), removed, (), cfg.seed, duplicates_dropped=dup)
 
 
 def assert_disjoint(
