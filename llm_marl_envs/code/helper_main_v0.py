@@ -167,6 +167,10 @@ class raw_env(TextCollabEnv):
             pool = train if split == "train" else evals
         if not pool:
             raise ValueError("no problems to draw from (empty dataset or split)")
+        methods = [p.task_id for p in pool if p.entry_class()]
+        if methods:  # LeetCode-style `class Solution` problems: no top-level function to split
+            raise ValueError(f"helper_main needs a top-level entry function; {methods[:5]} ask for a class "
+                             "method (call-based LeetCode problems): use code/tree_search_v0 for them")  # fmt: skip
         clash = [p.task_id for p in pool if p.entry_point in helper_names]
         if clash:
             raise ValueError(f"helper_names {helper_names} clash with the entry point of {clash[:5]}")

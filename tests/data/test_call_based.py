@@ -92,3 +92,21 @@ def test_taco_records_load_like_apps(tmp_path):
     assert problems[1].entry_point == "pair" and problems[1].source == "taco"
     node, final = _run(problems[1], problems[1].reference_program)
     assert final["hidden_score"] == 1.0
+
+
+def test_helper_main_takes_call_based_functions_and_refuses_class_methods(tmp_path):
+    from llm_marl_envs.code import helper_main_v0 as hm
+
+    (apps,) = load_apps(_write(tmp_path / "apps.jsonl", [_apps_call_based()]))
+    env = hm.env(problems=[apps])
+    env.reset(seed=0)
+    answers = {"helper": "def aux(a, b):\n    return sorted([a, b])\n",
+               "main": "def pair(a, b):\n    lo, hi = aux(a, b)\n    return (lo, hi)\n"}  # fmt: skip
+    for agent in env.agent_iter():
+        _, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else f"```python\n{answers[agent]}\n```")
+    comps = env.unwrapped.record.turns[-1].components
+    assert comps["tests_passed"] == comps["tests_total"] == 3  # public and private cases, tuples as lists
+    (lcb,) = load_livecodebench(_write(tmp_path / "lcb.jsonl", [_lcb_functional()]))
+    with pytest.raises(ValueError, match="class method"):
+        hm.env(problems=[lcb])
