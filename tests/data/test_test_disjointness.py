@@ -111,3 +111,21 @@ def test_the_rule_raises_on_a_leak_and_holds_out_when_nothing_is_visible():
     assert len(seeds) > 1  # the seed picks which tests are held out
     with pytest.raises(ValueError, match="too_few"):
         SplitConfig(too_few="reuse")
+
+
+def test_wrong_public_tests_are_replaced_by_held_out_hidden_ones_not_shared():
+    from llm_marl_envs.data.stdio_problems import IOCase, StdioProblem
+
+    wrong = StdioProblem(
+        task_id="w/1", statement="Print n + 1.", reference_solution="print(int(input()) + 1)",
+        public_tests=(IOCase("1\n", "3\n"),),  # a wrong example: the reference fails it
+        private_tests=tuple(IOCase(f"{i}\n", f"{i + 1}\n") for i in range(5)),
+    )  # fmt: skip
+    env = ts.env(dataset=[wrong], max_nodes=1)
+    assert env.unwrapped.validate_problems() == 1
+    (p,) = env.unwrapped.problems
+    assert p.dropped_public == ("public_0",) and p.public_source == "held_out"
+    assert len(p.public_tests) == 2 and len(p.hidden_tests) == 3 and _check(p) == "hidden"
+    env.reset(seed=0)
+    env.step(ts.best_policy(env, env.agent_selection))
+    assert env.unwrapped.final["hidden_score"] == 1.0 and env.unwrapped.final["test_split"]["n_hidden"] == 3
