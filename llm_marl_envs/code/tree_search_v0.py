@@ -495,8 +495,8 @@ class raw_env(TextCollabEnv):
     def _validated(self, p: SearchProblem) -> SearchProblem:
         """``p`` without the public tests its reference solution fails (docstring typos).
 
-        Where the reference fails every public test, the hidden tests are used as public
-        tests. Without a reference, or on a sandbox infrastructure error, ``p`` is returned
+        Where the reference fails every public test, new public tests are held out (seeded)
+        from the hidden ones, which are then no longer scored. Without a reference, or on a sandbox infrastructure error, ``p`` is returned
         unchanged (and not marked validated, so the check is retried next time).
         """
         if not p.reference:
