@@ -26,10 +26,8 @@ the last turn and then its score. Either way the return is the final program's s
 (plus format penalties), so ``return_range() == (min, 4.0)`` where ``min`` is 0, or
 ``format_penalty * n_agents * max_turns`` with a negative ``format_penalty``.
 ``infos[agent]["reward_components"]`` holds every component of the turn's score plus
-``score``, ``previous_score``, ``tests_passed``, ``tests_total`` and
-``visible_test_score``: the tests that score a turn are the ones the feedback of earlier
-turns showed (the paper's setting), so from the second turn on (with ``feedback`` other
-than ``"none"``) the score is a visible-test score and this component is 1.
+``score``, ``previous_score``, ``tests_passed``, ``tests_total``, ``visible_test_score``
+(1 from turn 2 on with feedback: earlier feedback showed the tests that score the turn).
 
 Format issues (penalized by ``format_penalty`` per flagged agent and turn, 0 by default):
 an answer with no code; assembly dropping something of the agent's (a helper writing the
@@ -167,10 +165,8 @@ class raw_env(TextCollabEnv):
             pool = train if split == "train" else evals
         if not pool:
             raise ValueError("no problems to draw from (empty dataset or split)")
-        methods = [p.task_id for p in pool if p.entry_class()]
-        if methods:  # LeetCode-style `class Solution` problems: no top-level function to split
-            raise ValueError(f"helper_main needs a top-level entry function; {methods[:5]} ask for a class "
-                             "method (call-based LeetCode problems): use code/tree_search_v0 for them")  # fmt: skip
+        if any(p.entry_class() for p in pool):  # LeetCode `class Solution` problems: no function to split
+            raise ValueError("helper_main needs top-level entry functions, not a class method: use tree_search_v0")
         clash = [p.task_id for p in pool if p.entry_point in helper_names]
         if clash:
             raise ValueError(f"helper_names {helper_names} clash with the entry point of {clash[:5]}")
@@ -263,8 +259,7 @@ class raw_env(TextCollabEnv):
             previous_score=prev,
             tests_passed=float(score.passed),
             tests_total=float(score.n_tests),
-            # 1 once feedback has shown the scoring tests (turn > 0): a visible-test score (data/test_split.py)
-            visible_test_score=float(self.turn > 0 and self.feedback != "none"),
+            visible_test_score=float(self.turn > 0 and self.feedback != "none"),  # see data/test_split.py
         )
         if not last:
             for agent in self.agents:

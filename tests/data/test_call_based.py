@@ -108,5 +108,5 @@ def test_helper_main_takes_call_based_functions_and_refuses_class_methods(tmp_pa
     comps = env.unwrapped.record.turns[-1].components
     assert comps["tests_passed"] == comps["tests_total"] == 3  # public and private cases, tuples as lists
     (lcb,) = load_livecodebench(_write(tmp_path / "lcb.jsonl", [_lcb_functional()]))
-    with pytest.raises(ValueError, match="class method"):
+    with pytest.raises(ValueError, match="not a class method"):
         hm.env(problems=[lcb])
