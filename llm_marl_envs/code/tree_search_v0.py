@@ -331,6 +331,7 @@ class raw_env(TextCollabEnv):
         self.history = history
         self.hidden_eval = hidden_eval
         self.validate_public = validate_public
+        self.split_config = replace(test_split or SplitConfig(), max_held_out=max(0, fallback_asserts))
         self.on_infra_error = on_infra_error
         self.timeout_s = timeout_s
         self.sandbox = sandbox if sandbox is not None else default_sandbox()
@@ -509,7 +510,7 @@ class raw_env(TextCollabEnv):
         if not dropped:
             return replace(p, validated=True)
         if not keep:  # new public tests held out from the hidden ones, never the hidden tests themselves
-            t = held_out_sets(p.task_id, p.hidden_setup, p.hidden_tests, p.entry_point)
+            t = held_out_sets(p.task_id, p.hidden_setup, p.hidden_tests, p.entry_point, self.split_config)
             return replace(p, validated=True, dropped_public=dropped, public_setup=t.public_setup,
                            public_tests=t.public_tests, public_inputs=t.public_inputs, public_source=t.public_source,
                            hidden_tests=t.hidden_tests, test_split=t.split.to_dict())  # fmt: skip

@@ -129,3 +129,20 @@ def test_wrong_public_tests_are_replaced_by_held_out_hidden_ones_not_shared():
     env.reset(seed=0)
     env.step(ts.best_policy(env, env.agent_selection))
     assert env.unwrapped.final["hidden_score"] == 1.0 and env.unwrapped.final["test_split"]["n_hidden"] == 3
+
+
+def test_the_split_seed_reaches_the_hold_out_after_validation():
+    from llm_marl_envs.data.stdio_problems import IOCase, StdioProblem
+
+    wrong = StdioProblem(
+        task_id="w/2", statement="Print n + 1.", reference_solution="print(int(input()) + 1)",
+        public_tests=(IOCase("1\n", "3\n"),), private_tests=tuple(IOCase(f"{i}\n", f"{i + 1}\n") for i in range(12)),
+    )  # fmt: skip
+    held = set()
+    for seed in range(4):
+        env = ts.env(dataset=[wrong], max_nodes=1, test_split=SplitConfig(seed=seed), fallback_asserts=2)
+        env.unwrapped.validate_problems()
+        (p,) = env.unwrapped.problems
+        assert p.test_split["seed"] == seed and len(p.public_tests) == 2
+        held.add(tuple(p.test_split["held_out"]))
+    assert len(held) > 1
