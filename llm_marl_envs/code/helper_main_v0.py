@@ -26,7 +26,8 @@ the last turn and then its score. Either way the return is the final program's s
 (plus format penalties), so ``return_range() == (min, 4.0)`` where ``min`` is 0, or
 ``format_penalty * n_agents * max_turns`` with a negative ``format_penalty``.
 ``infos[agent]["reward_components"]`` holds every component of the turn's score plus
-``score``, ``previous_score``, ``tests_passed``, ``tests_total``.
+``score``, ``previous_score``, ``tests_passed``, ``tests_total``, ``visible_test_score``
+(1 from turn 2 on with feedback: earlier feedback showed the tests that score the turn).
 
 Format issues (penalized by ``format_penalty`` per flagged agent and turn, 0 by default):
 an answer with no code; assembly dropping something of the agent's (a helper writing the
@@ -165,6 +166,8 @@ class raw_env(TextCollabEnv):
             pool = train if split == "train" else evals
         if not pool:
             raise ValueError("no problems to draw from (empty dataset or split)")
+        if any(p.entry_class() for p in pool):  # LeetCode `class Solution` problems: no function to split
+            raise ValueError("helper_main needs top-level entry functions, not a class method: use tree_search_v0")
         clash = [p.task_id for p in pool if p.entry_point in helper_names]
         if clash:
             raise ValueError(f"helper_names {helper_names} clash with the entry point of {clash[:5]}")
@@ -257,6 +260,7 @@ class raw_env(TextCollabEnv):
             previous_score=prev,
             tests_passed=float(score.passed),
             tests_total=float(score.n_tests),
+            visible_test_score=float(self.turn > 0 and self.feedback != "none"),  # see data/test_split.py
         )
         if not last:
             for agent in self.agents:

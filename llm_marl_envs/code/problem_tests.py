@@ -1,28 +1,28 @@
-"""Public and hidden tests of function-style (HumanEval-shaped) problems for the tree search.
+"""Examples parsed from a function-style (HumanEval-shaped) problem's prompt, as tests.
 
-HumanEval gives one ``check(candidate)`` per problem; MARS2's search needs a *public* set
-an agent's program is run on during the search and a *hidden* set that decides the final
-score. Following the issue: hidden tests = the full ``check`` (one test per top-level
-assert, ``llm_marl_envs.sandbox.tests_from_check``); public tests = the examples written in
-the prompt, parsed into asserts:
+MARS2's search needs a *public* set an agent's program is run on during the search and a
+*hidden* set that decides the final score; :mod:`llm_marl_envs.code.test_sets` builds both
+(disjoint, by :mod:`llm_marl_envs.data.test_split`). This module parses the public
+candidates: the examples written in the prompt, parsed into asserts:
 
 - doctest style: ``>>> f(args)`` (with ``...`` continuation lines) followed by the
   expected output lines (no output line: the call returns ``None``, as in doctest);
+- MBPP's prompt style: ``>>> assert f(args) == value``;
 - one-line styles: ``f(args) == value``, ``f(args) ==> value``, ``f(args) => value``,
   ``f(args) -> value``, ``f(args) ➞ value``, ``f(args) = value``,
   ``f(args) should return value``.
 
 Only calls of the entry point whose arguments and expected value are Python literals are
 kept (``ast.literal_eval``), so prose and definitions (``fib4(n) -> fib4(n-1) + ...``)
-are ignored; duplicates are dropped. Where a prompt has no usable example, the first
-``fallback_asserts`` asserts of ``check`` are used instead (:func:`public_examples` says
-which source was used). Nothing here runs code: parsing only.
+are ignored; duplicates are dropped. Nothing here runs code: parsing only.
 
 Each public test is an assert that compares with a tolerance for floats (``1e-6``,
 recursively through lists, tuples and dicts) and, when it fails, carries the call, the
 expected and the actual value in its message as ``[io] {"input", "expected", "got"}``
 JSON, which :mod:`llm_marl_envs.code.feedback` shows as a wrong answer with
-input / expected / got.
+input / expected / got. Other ``>>> assert`` lines (:func:`prompt_asserts`) are public
+tests as written. :func:`io_assert` rewrites a ``check`` assert
+``candidate(...) == value`` into the same reporting form.
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ import ast
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 from llm_marl_envs.code.feedback import IO_MESSAGE_PREFIX
 
-__all__ = ["Example", "PUBLIC_SETUP", "example_assert", "parse_examples", "public_tests_for"]
+__all__ = ["Example", "PUBLIC_SETUP", "example_assert", "io_assert", "parse_examples", "prompt_asserts"]
 
 _DOCSTRING_END = re.compile(r"\"\"\"|'''")
 _SEPARATORS = re.compile(r"^\s*(?:==>|=>|->|➞|==|=|should\s+return|returns?)\s*(.+?)\s*\.?\s*$")
@@ -100,8 +99,11 @@ def parse_examples(prompt: str, entry_point: str) -> list[Example]:
                 i += 1
                 if end_of_docstring:
                     break
-            # doctest prints nothing for a call returning None
-            ex = _example(" ".join(call_lines), " ".join(expected_lines) or "None", entry_point)
+            call = " ".join(call_lines)
+            if call.startswith("assert ") and not expected_lines:  # MBPP's prompt: ``>>> assert f(x) == y``
+                ex = _assert_example(call, entry_point)
+            else:  # doctest prints nothing for a call returning None
+                ex = _example(call, " ".join(expected_lines) or "None", entry_point)
             if ex:
                 found.append(ex)
             continue
@@ -112,35 +114,26 @@ def parse_examples(prompt: str, entry_point: str) -> list[Example]:
     return list(dict.fromkeys(found))
 
 
-def public_tests_for(problem: Any, fallback_asserts: int = 3) -> tuple[str, list[str], list[str]]:
-    """``(source, assert_sources, inputs)`` of a function-style problem's public tests.
-
-    ``source`` is ``"examples"`` (parsed from the prompt) or ``"check"`` (the first
-    ``fallback_asserts`` asserts of ``check`` that call ``candidate``; those of the form
-    ``candidate(...) == value`` are rewritten to report input / expected / got).
-    ``inputs`` are the calls as the feedback shows them (e.g. ``"add(1, 2)"``), one per
-    test (``""`` for a test that does not report its input). Assert sources call ``candidate`` like HumanEval's
-    ``check``; run them after :data:`PUBLIC_SETUP` and ``candidate = <entry point>``.
-    ``problem`` is a :class:`~llm_marl_envs.data.humaneval.CodeProblem`.
-    """
-    entry = problem.entry_point
-    examples = parse_examples(problem.prompt, entry)
-    if examples:
-        return "examples", [example_assert(ex, entry) for ex in examples], [ex.call for ex in examples]
-    asserts, inputs = [], []
-    for node in _check_asserts(problem.test):
-        if len(asserts) >= fallback_asserts:
-            break
-        if not any(isinstance(n, ast.Name) and n.id == "candidate" for n in ast.walk(node)):
+def prompt_asserts(prompt: str, entry_point: str) -> list[str]:
+    """``>>> assert ...`` lines of the prompt that are not a literal example (e.g. MBPP's
+    ``assert set(f(x)) == set(y)``), with the entry point renamed ``candidate``: they are
+    shown to the agents, so they are public tests too."""
+    out = []
+    for line in prompt.splitlines():
+        src = line.strip()[3:].strip() if line.strip().startswith(">>>") else ""
+        if not src.startswith("assert ") or _assert_example(src, entry_point) is not None:
             continue
-        converted = _io_assert(node, entry)
-        if converted is None:
-            asserts.append(ast.unparse(node))
-            inputs.append("")
-        else:
-            asserts.append(converted[0])
-            inputs.append(converted[1])
-    return "check", asserts, inputs
+        try:
+            tree = ast.parse(src)
+        except (SyntaxError, ValueError):
+            continue
+        renamed = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == entry_point]
+        if not renamed:
+            continue
+        for n in renamed:
+            n.id = "candidate"
+        out.append(ast.unparse(tree))
+    return list(dict.fromkeys(out))
 
 
 def example_assert(example: Example, entry_point: str) -> str:
@@ -184,6 +177,21 @@ def _example(call: str, expected: str, entry_point: str) -> Example | None:
     return Example(ast.unparse(node), ast.unparse(exp))
 
 
+def _assert_example(src: str, entry_point: str) -> Example | None:
+    """``assert f(args) == value`` -> Example, else None."""
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if len(tree.body) == 1 else None
+    if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)):
+        return None
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return None
+    return _example(ast.unparse(test.left), ast.unparse(test.comparators[0]), entry_point)
+
+
 def _one_line_example(line: str, entry_point: str) -> Example | None:
     start = line.find(entry_point + "(")
     if start < 0 or (start > 0 and (line[start - 1].isalnum() or line[start - 1] == "_")):
@@ -219,18 +227,7 @@ def _rename_call(call: str, entry_point: str) -> str:
     return ast.unparse(node)
 
 
-def _check_asserts(check: str) -> list[ast.Assert]:
-    try:
-        tree = ast.parse(check)
-    except SyntaxError:
-        return []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "check":
-            return [s for s in node.body if isinstance(s, ast.Assert)]
-    return []
-
-
-def _io_assert(node: ast.Assert, entry_point: str) -> tuple[str, str] | None:
+def io_assert(node: ast.Assert, entry_point: str) -> tuple[str, str] | None:
     """``assert candidate(...) == value`` -> (io assert source, call as shown), else None."""
     test = node.test
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):

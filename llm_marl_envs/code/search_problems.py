@@ -3,8 +3,9 @@
 :func:`load_search_problems` resolves the environment's ``dataset=`` argument (HumanEval,
 the shipped stdin/stdout sample, a JSONL file or a list of problems) into
 :class:`SearchProblem` records: function-style problems get public tests from their
-prompt's examples and hidden tests from the full ``check``; stdin/stdout problems keep
-their public and private tests.
+prompt's examples (or a seeded hold-out of ``check``) and hidden tests from the rest of
+``check``; stdin/stdout problems keep their public and private tests. Public and hidden
+tests are always disjoint (:mod:`llm_marl_envs.code.test_sets`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_marl_envs.code.problem_tests import PUBLIC_SETUP, public_tests_for
+from llm_marl_envs.code.test_sets import function_test_sets, stdio_test_sets
 from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, load_humaneval
 from llm_marl_envs.data.stdio_problems import StdioProblem, load_stdio_problems, load_stdio_sample
-from llm_marl_envs.sandbox import AssertTest, IOTest, tests_from_check
+from llm_marl_envs.data.test_split import SplitConfig
 
 FUNCTION = "function"
 STDIO = "stdio"
@@ -41,66 +42,45 @@ class SearchProblem:
     reference: str | None
     entry_point: str = ""
     prelude: str = ""
-    public_source: str = "examples"  #: "examples" (from the prompt), "check" (fallback) or "io"
+    public_source: str = "examples"  #: "examples", "io", "held_out", "none" or "shared" (code/test_sets.py)
     #: how the feedback shows each public test's input ("" where a test does not show it)
     public_inputs: tuple[str, ...] = field(default_factory=tuple)
     validated: bool = False  #: the reference was run on the public tests (see ``validate_public``)
     dropped_public: tuple[str, ...] = ()  #: names of public tests dropped because the reference fails them
+    test_split: dict[str, Any] = field(default_factory=dict)  #: how the tests were split (data/test_split.py)
 
     def program(self, code: str) -> str:
         """The program actually run: the prelude (imports, given helpers) then ``code``."""
         return f"{self.prelude}\n\n{code}" if self.prelude else code
 
 
-def function_problem(problem: CodeProblem, fallback_asserts: int = 3) -> SearchProblem:
-    """Public tests from the prompt's examples, hidden tests from the full ``check``."""
-    hidden_setup, hidden = tests_from_check(problem.test, problem.entry_point)
-    source, public_asserts, public_inputs = public_tests_for(problem, fallback_asserts)
-    binding = f"candidate = {problem.entry_point}\n"
-    if public_asserts:
-        public_setup = f"{hidden_setup}\n{PUBLIC_SETUP}\n{binding}"
-        public = tuple(AssertTest(a, name=f"public_{i}") for i, a in enumerate(public_asserts))
-    else:  # no example and no top-level assert in check: the public tests are the whole check
-        source, public_setup, public = "check", hidden_setup, tuple(hidden)
-        public_inputs = [""] * len(public)
+def function_problem(problem: CodeProblem, fallback_asserts: int = 3, split: SplitConfig | None = None) -> SearchProblem:
+    """Public and hidden tests from :func:`~llm_marl_envs.code.test_sets.function_test_sets` (disjoint)."""
+    t = function_test_sets(problem, fallback_asserts, split)
     return SearchProblem(
-        task_id=problem.task_id,
-        kind=FUNCTION,
-        statement=problem.prompt,
-        public_setup=public_setup,
-        public_tests=public,
-        hidden_setup=hidden_setup,
-        hidden_tests=tuple(hidden),
-        reference=problem.reference_program,
-        entry_point=problem.entry_point,
-        prelude=problem.prelude(),
-        public_source=source,
-        public_inputs=tuple(public_inputs),
-    )
+        task_id=problem.task_id, kind=FUNCTION, statement=problem.prompt, public_setup=t.public_setup,
+        public_tests=t.public_tests, hidden_setup=t.hidden_setup, hidden_tests=t.hidden_tests,
+        reference=problem.reference_program, entry_point=problem.entry_point, prelude=problem.prelude(),
+        public_source=t.public_source, public_inputs=t.public_inputs, test_split=t.split.to_dict(),
+    )  # fmt: skip
 
 
-def stdio_problem(problem: StdioProblem) -> SearchProblem:
-    """Public tests = the problem's public tests, hidden tests = its private tests."""
-    public = tuple(IOTest(c.input, c.output, name=f"public_{i}") for i, c in enumerate(problem.public_tests))
-    hidden = tuple(IOTest(c.input, c.output, name=f"hidden_{i}") for i, c in enumerate(problem.private_tests))
+def stdio_problem(problem: StdioProblem, split: SplitConfig | None = None) -> SearchProblem:
+    """Public and hidden tests from :func:`~llm_marl_envs.code.test_sets.stdio_test_sets` (disjoint)."""
+    t = stdio_test_sets(problem, split)
     return SearchProblem(
-        task_id=problem.task_id,
-        kind=STDIO,
-        statement=problem.statement,
-        public_setup="",
-        public_tests=public,
-        hidden_setup="",
-        hidden_tests=hidden or public,
-        reference=problem.reference_solution,
-        public_source="io",
-        public_inputs=tuple(c.input.rstrip("\n") for c in problem.public_tests),
-    )
+        task_id=problem.task_id, kind=STDIO, statement=problem.statement, public_setup="",
+        public_tests=t.public_tests, hidden_setup="", hidden_tests=t.hidden_tests,
+        reference=problem.reference_solution, public_source=t.public_source,
+        public_inputs=t.public_inputs, test_split=t.split.to_dict(),
+    )  # fmt: skip
 
 
 def load_search_problems(
     dataset: str | Path | Sequence[CodeProblem | StdioProblem] = "humaneval",
     dataset_format: str = "auto",
     fallback_asserts: int = 3,
+    split: SplitConfig | None = None,
 ) -> list[SearchProblem]:
     """Resolve ``dataset=`` (see the module docstring) into search problems."""
     if isinstance(dataset, (str, Path)):
@@ -125,9 +105,9 @@ def load_search_problems(
         if isinstance(p, SearchProblem):
             out.append(p)
         elif isinstance(p, CodeProblem):
-            out.append(function_problem(p, fallback_asserts))
+            out.append(function_problem(p, fallback_asserts, split))
         elif isinstance(p, StdioProblem):
-            out.append(stdio_problem(p))
+            out.append(stdio_problem(p, split))
         else:
             raise TypeError(f"problems must be CodeProblem or StdioProblem, got {type(p).__name__}")
     if not out:

@@ -13,6 +13,7 @@ from typing import Any
 
 from llm_marl_envs.code.feedback import COMPILE_ERROR, analyze
 from llm_marl_envs.code.search_problems import SearchProblem
+from llm_marl_envs.code.test_sets import held_out_sets
 from llm_marl_envs.code.tree import Node
 from llm_marl_envs.sandbox import ExecResult, SandboxError
 
@@ -32,8 +33,8 @@ class TreeSearchEvaluation:
     def _validated(self, p: SearchProblem) -> SearchProblem:
         """``p`` without the public tests its reference solution fails (docstring typos).
 
-        Where the reference fails every public test, the hidden tests are used as public
-        tests. Without a reference, or on a sandbox infrastructure error, ``p`` is returned
+        Where the reference fails every public test, new public tests are held out (seeded)
+        from the hidden ones, which are then no longer scored. Without a reference, or on a sandbox infrastructure error, ``p`` is returned
         unchanged (and not marked validated, so the check is retried next time).
         """
         if not p.reference:
@@ -45,10 +46,11 @@ class TreeSearchEvaluation:
         dropped = tuple(p.public_tests[i].name for i in range(len(p.public_tests)) if i not in keep)
         if not dropped:
             return replace(p, validated=True)
-        if not keep:
-            return replace(p, validated=True, dropped_public=dropped, public_setup=p.hidden_setup,
-                           public_tests=p.hidden_tests, public_inputs=("",) * len(p.hidden_tests),
-                           public_source="hidden")  # fmt: skip
+        if not keep:  # new public tests held out from the hidden ones, never the hidden tests themselves
+            t = held_out_sets(p.task_id, p.hidden_setup, p.hidden_tests, p.entry_point, self.split_config)
+            return replace(p, validated=True, dropped_public=dropped, public_setup=t.public_setup,
+                           public_tests=t.public_tests, public_inputs=t.public_inputs, public_source=t.public_source,
+                           hidden_tests=t.hidden_tests, test_split=t.split.to_dict())  # fmt: skip
         inputs = p.public_inputs if len(p.public_inputs) == len(p.public_tests) else ("",) * len(p.public_tests)
         return replace(p, validated=True, dropped_public=dropped,
                        public_tests=tuple(p.public_tests[i] for i in keep),
@@ -98,6 +100,7 @@ class TreeSearchEvaluation:
             "hidden_total": total,
             "infra_error": infra,
             "n_nodes": len(self.tree),
+            "test_split": dict(self.problem.test_split),
         }
         return 0.0 if score is None else float(score)
 

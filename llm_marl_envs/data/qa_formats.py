@@ -13,8 +13,10 @@ HotpotQA               :func:`load_hotpotqa` -- JSON list or JSONL of ``{_id, qu
 MuSiQue                :func:`load_musique` -- JSONL of ``{id, question, answer, answer_aliases,
                        paragraphs: [{idx, title, paragraph_text, is_supporting}],
                        question_decomposition: [{question, answer, paragraph_support_idx}]}``
-Search-R1 (NQ+Hotpot)  :func:`load_search_r1` -- JSONL or parquet (parquet needs ``pyarrow``) of
-                       ``{id, question, golden_answers}`` (or ``reward_model.ground_truth.target``)
+Search-R1 / FlashRAG   :func:`load_search_r1` -- JSONL or parquet (parquet needs ``pyarrow``) of
+(NQ, HotpotQA, TQA,    ``{id, question, golden_answers}`` (or ``reward_model.ground_truth.target``);
+PopQA, Bamboogle)      raw PopQA ``possible_answers``, TriviaQA ``Answer.Aliases``, Bamboogle
+                       ``Question`` / ``Answer`` too
 corpus                 :func:`load_corpus_jsonl` -- JSONL of ``{id, title, text}`` or
                        ``{id, contents}`` (Search-R1 / pyserini: ``"Title"\\ntext``)
 =====================  ======================================================================
@@ -22,12 +24,14 @@ corpus                 :func:`load_corpus_jsonl` -- JSONL of ``{id, title, text}
 :func:`corpus_from_contexts` builds a corpus from the paragraphs that HotpotQA, 2Wiki and
 MuSiQue ship with each question (the "distractor" setting); supporting passages of an
 example are then known by id. With a separate corpus they are matched by title.
+:func:`load_qa` (``"auto"`` detects the format) and :func:`resolve_qa_data` (the search
+task's ``dataset=`` / ``corpus=`` file arguments) pick the loader.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,25 +207,49 @@ def load_musique(path: str | Path, *, answerable_only: bool = True) -> list[QAEx
 
 
 def load_search_r1(path: str | Path) -> list[QAExample]:
-    """Search-R1 training/eval data (NQ + HotpotQA; JSONL, or parquet when pyarrow is installed)."""
+    """Search-R1 / FlashRAG open-QA data (NQ, HotpotQA, TriviaQA, PopQA, Bamboogle...): JSONL,
+    JSON or parquet (parquet needs pyarrow) of ``{id, question, golden_answers}`` (or
+    ``reward_model.ground_truth.target``). The raw releases' answer fields are read too:
+    PopQA's ``possible_answers`` (a JSON string), TriviaQA's ``Answer`` (``Value`` and
+    ``Aliases``), Bamboogle's ``Question`` / ``Answer``; an ``answer`` string or list."""
     out = []
     for n, rec in enumerate(read_records(path)):
-        answers = rec.get("golden_answers")
-        if answers is None:
-            answers = ((rec.get("reward_model") or {}).get("ground_truth") or {}).get("target")
-        if answers is None:
-            raise FormatError(f"search-r1 record {n} has no 'golden_answers' nor reward_model.ground_truth.target")
-        if isinstance(answers, str):
-            answers = [answers]
+        answers = _open_qa_answers(rec)
+        if not answers:
+            raise FormatError(
+                f"search-r1 record {n} has no answers (golden_answers, reward_model.ground_truth.target, "
+                "possible_answers, answer or Answer)"
+            )
+        question = rec.get("question", rec.get("Question"))
+        if question is None:
+            raise FormatError(f"search-r1 record {n} has no 'question' field")
         out.append(
             QAExample(
-                id=str(rec.get("id", n)),
-                question=str(_need(rec, "question", "search-r1")).strip(),
-                answers=tuple(str(a) for a in answers),
+                id=str(rec.get("id", rec.get("QuestionId", n))),
+                question=str(question).strip(),
+                answers=tuple(dict.fromkeys(str(a) for a in answers)),
                 source=str(rec.get("data_source", "search-r1")),
             )
         )
     return out
+
+
+def _open_qa_answers(rec: dict[str, Any]) -> list[Any]:
+    if rec.get("golden_answers") is not None:
+        answers = rec["golden_answers"]
+    elif ((rec.get("reward_model") or {}).get("ground_truth") or {}).get("target") is not None:
+        answers = rec["reward_model"]["ground_truth"]["target"]
+    elif rec.get("possible_answers") is not None:  # PopQA
+        answers = rec["possible_answers"]
+        answers = json.loads(answers) if isinstance(answers, str) and answers.startswith("[") else answers
+    elif isinstance(rec.get("Answer"), dict):  # TriviaQA
+        answers = [rec["Answer"].get("Value"), *(rec["Answer"].get("Aliases") or [])]
+    else:
+        answers = rec.get("answer", rec.get("Answer"))
+    if answers is None:
+        return []
+    answers = [answers] if isinstance(answers, str) else list(answers)
+    return [a for a in answers if a is not None and str(a).strip()]
 
 
 LOADERS = {
@@ -233,8 +261,40 @@ LOADERS = {
 
 
 def load_qa(fmt: str, path: str | Path) -> list[QAExample]:
-    """Load ``path`` as format ``fmt`` (one of :data:`LOADERS`)."""
-    try:
-        return LOADERS[fmt](path)
-    except KeyError:
-        raise ValueError(f"unknown QA format {fmt!r}; known: {sorted(LOADERS)}") from None
+    """Load ``path`` as format ``fmt`` (one of :data:`LOADERS`, or ``"auto"``)."""
+    if fmt == "auto":
+        fmt = detect_qa_format(path)
+    if fmt not in LOADERS:
+        raise ValueError(f"unknown QA format {fmt!r}; known: {sorted(LOADERS)}")
+    return LOADERS[fmt](path)
+
+
+def detect_qa_format(path: str | Path) -> str:
+    """The format of a QA file, from its first record's fields."""
+    for rec in read_records(path):
+        if "paragraphs" in rec and "question_decomposition" in rec:
+            return "musique"
+        if "supporting_facts" in rec and "context" in rec:
+            return "2wiki" if "evidences" in rec else "hotpotqa"
+        if _open_qa_answers(rec) and ("question" in rec or "Question" in rec):
+            return "search_r1"
+        raise FormatError(f"{path}: cannot tell the QA format from the fields {sorted(rec)}")
+    raise FormatError(f"{path}: no records")
+
+
+def resolve_qa_data(
+    dataset: str | Path | None,
+    dataset_format: str,
+    examples: Sequence[QAExample] | None,
+    corpus: Sequence[Document] | str | Path | None,
+) -> tuple[list[QAExample] | None, list[Document] | None]:
+    """``(examples, corpus)`` for the search task from its ``dataset=`` / ``corpus=`` arguments:
+    a QA file (any format of :data:`LOADERS`, ``dataset_format="auto"`` detects it) and a
+    corpus JSONL path (:func:`load_corpus_jsonl`, e.g. Search-R1's wiki-18) or documents."""
+    if dataset is not None:
+        if examples is not None:
+            raise ValueError("pass dataset= (a file) or examples= (loaded questions), not both")
+        examples = load_qa(dataset_format, dataset)
+    if isinstance(corpus, (str, Path)):
+        corpus = load_corpus_jsonl(corpus)
+    return (list(examples) if examples is not None else None), (list(corpus) if corpus is not None else None)

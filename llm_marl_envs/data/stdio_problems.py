@@ -13,24 +13,29 @@ Loaders (nothing is downloaded; point them at files you have):
   (lists of ``{"input", "output"}``), optional ``reference_solution``, ``title``.
 - :func:`load_livecodebench` -- LiveCodeBench ``code_generation_lite`` JSONL:
   ``question_id``, ``question_title``, ``question_content``, ``platform``,
-  ``starter_code``, ``difficulty``, ``public_test_cases`` (JSON string of a list of
-  ``{"input", "output", "testtype"}``) and ``private_test_cases`` (the same JSON, or -- as
-  in the released files -- base64 of zlib of a pickled JSON string; only a plain string is
+  ``starter_code``, ``difficulty``, ``metadata`` (JSON string, ``func_name`` for
+  LeetCode problems), ``public_test_cases`` (JSON string of a list of ``{"input",
+  "output", "testtype"}``) and ``private_test_cases`` (the same JSON, or -- as in the
+  released files -- base64 of zlib of a pickled JSON string; only a plain string is
   accepted from the pickle, nothing else is ever unpickled). Problems whose tests are
-  ``testtype == "functional"`` (LeetCode, class ``Solution``) are skipped with
-  ``skip_functional=True`` (default) or raise.
+  ``testtype == "functional"`` (LeetCode, class ``Solution``) are converted to call-based
+  :class:`~llm_marl_envs.data.problems.CodeProblem` records (:mod:`.call_based`) with
+  ``functional="convert"`` (default), or skipped (``"skip"``), or raise (``"raise"``).
 - :func:`load_apps` -- APPS JSONL: ``problem_id``, ``question``, ``solutions`` (JSON string
   of a list of programs), ``input_output`` (JSON string ``{"inputs": [...], "outputs":
-  [...]}``, with ``fn_name`` for call-based problems, which are skipped or raise),
-  ``difficulty``, ``starter_code``. APPS has no public/private split: the first
-  ``n_public`` tests are public and the private (hidden) tests are *all* tests.
+  [...]}``, with ``fn_name`` for call-based problems, converted like LiveCodeBench's
+  functional ones), ``difficulty``, ``starter_code``. APPS has no public/private split:
+  the first ``n_public`` tests are public and the others private.
+- :func:`load_taco` -- TACO JSONL: APPS' fields (``question``, ``solutions``,
+  ``input_output``, ``starter_code``...) plus ``name``, ``source``, ``tags``,
+  ``skill_types``..., without ``problem_id``; ids are ``taco/<record index>``.
 - :func:`load_code_contests` -- DeepMind CodeContests JSONL: ``name``, ``description``,
   ``public_tests`` / ``private_tests`` / ``generated_tests`` (``{"input": [...], "output":
   [...]}``), ``solutions`` (``{"language": [...], "solution": [...]}``, language 3 =
   Python 3), ``difficulty``. Private tests are ``private_tests`` (plus
   ``generated_tests`` with ``include_generated=True``).
 - :func:`load_stdio_problems` -- any of these by ``format=`` ("native", "livecodebench",
-  "apps", "code_contests", or "auto", which looks at the first record's fields).
+  "apps", "taco", "code_contests", or "auto", which looks at the first record's fields).
 
 Inputs and outputs given as lists of lines are joined with newlines. Malformed records
 raise ``ValueError`` naming the file and line.
@@ -48,7 +53,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_marl_envs.data.call_based import apps_call_cases, call_problem, lcb_call_cases
 from llm_marl_envs.data.jsonl import iter_jsonl
+from llm_marl_envs.data.problems import CodeProblem
 
 __all__ = [
     "IOCase",
@@ -57,12 +64,14 @@ __all__ = [
     "load_apps",
     "load_code_contests",
     "load_livecodebench",
+    "load_taco",
     "load_stdio_problems",
     "load_stdio_sample",
 ]
 
 SAMPLE_PATH = Path(__file__).with_name("samples") / "stdio_sample.jsonl"
-FORMATS = ("auto", "native", "livecodebench", "apps", "code_contests")
+FORMATS = ("auto", "native", "livecodebench", "apps", "taco", "code_contests")
+FUNCTIONAL = ("convert", "skip", "raise")
 
 
 @dataclass(frozen=True)
@@ -108,32 +117,45 @@ def load_stdio_sample() -> list[StdioProblem]:
     return load_stdio_problems(SAMPLE_PATH, format="native")
 
 
-def load_stdio_problems(path: str | Path, format: str = "auto", **kwargs: Any) -> list[StdioProblem]:
-    """Load a JSONL file of stdin/stdout problems in one of :data:`FORMATS`."""
+def load_stdio_problems(path: str | Path, format: str = "auto", **kwargs: Any) -> list[StdioProblem | CodeProblem]:
+    """Load a JSONL file of competitive-programming problems in one of :data:`FORMATS`
+    (call-based problems come back as :class:`CodeProblem`, see :mod:`.call_based`)."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
     if format == "auto":
         format = _detect_format(Path(path))
-    loader: Callable[..., list[StdioProblem]] = {
+    loader: Callable[..., list[Any]] = {
         "native": _load_native,
         "livecodebench": load_livecodebench,
         "apps": load_apps,
+        "taco": load_taco,
         "code_contests": load_code_contests,
     }[format]
     return loader(path, **kwargs)
 
 
-def load_livecodebench(path: str | Path, skip_functional: bool = True) -> list[StdioProblem]:
+def load_livecodebench(path: str | Path, functional: str = "convert") -> list[StdioProblem | CodeProblem]:
     """LiveCodeBench ``code_generation_lite`` records (see the module docstring)."""
+    _check_functional(functional)
 
-    def convert(rec: Mapping[str, Any]) -> StdioProblem | None:
+    def convert(rec: Mapping[str, Any]) -> StdioProblem | CodeProblem | None:
         public = _lcb_cases(rec["public_test_cases"])
         private = _lcb_cases(rec.get("private_test_cases") or "[]")
         kinds = {c.get("testtype", "stdin") for c in public + private}
+        meta = {k: rec[k] for k in ("platform", "contest_id", "contest_date", "difficulty") if k in rec}
         if kinds - {"stdin"}:
-            if skip_functional:
+            if functional == "skip":
                 return None
-            raise ValueError(f"{rec['question_id']}: functional (call-based) tests are not stdin/stdout")
+            if functional == "raise":
+                raise ValueError(f"{rec['question_id']}: functional (call-based) tests are not stdin/stdout")
+            func_name = _maybe_json(rec.get("metadata") or "{}").get("func_name")
+            if not func_name:
+                raise ValueError(f"{rec['question_id']}: functional tests but no metadata.func_name")
+            return call_problem(
+                str(rec["question_id"]), str(rec["question_content"]), str(func_name), lcb_call_cases(public),
+                lcb_call_cases(private), starter_code=str(rec.get("starter_code") or ""), source="livecodebench",
+                metadata={"title": str(rec.get("question_title", "")), **meta},
+            )  # fmt: skip
         return StdioProblem(
             task_id=str(rec["question_id"]),
             statement=str(rec["question_content"]),
@@ -141,38 +163,60 @@ def load_livecodebench(path: str | Path, skip_functional: bool = True) -> list[S
             private_tests=tuple(IOCase(_text(c["input"]), _text(c["output"])) for c in private),
             title=str(rec.get("question_title", "")),
             source="livecodebench",
-            metadata={k: rec[k] for k in ("platform", "contest_id", "contest_date", "difficulty") if k in rec},
+            metadata=meta,
         )
 
     return _load(path, convert)
 
 
-def load_apps(path: str | Path, n_public: int = 1, skip_call_based: bool = True) -> list[StdioProblem]:
-    """APPS records: first ``n_public`` tests public, all tests private (see the module docstring)."""
+def load_apps(path: str | Path, n_public: int = 1, functional: str = "convert") -> list[StdioProblem | CodeProblem]:
+    """APPS records: the first ``n_public`` tests public, the others private (see the module docstring)."""
+    return _load(path, _apps_converter("apps", n_public, functional, lambda rec, i: f"apps/{rec['problem_id']}"))
+
+
+def load_taco(path: str | Path, n_public: int = 1, functional: str = "convert") -> list[StdioProblem | CodeProblem]:
+    """TACO records (APPS' layout without ``problem_id``): ids are ``taco/<record index>``."""
+    return _load(path, _apps_converter("taco", n_public, functional, lambda rec, i: f"taco/{i}"))
+
+
+def _apps_converter(
+    source: str, n_public: int, functional: str, task_id: Callable[[Mapping[str, Any], int], str]
+) -> Callable[[Mapping[str, Any]], StdioProblem | CodeProblem | None]:
     if n_public < 1:
         raise ValueError("n_public must be >= 1")
+    _check_functional(functional)
+    count = iter(range(1 << 62))
 
-    def convert(rec: Mapping[str, Any]) -> StdioProblem | None:
+    def convert(rec: Mapping[str, Any]) -> StdioProblem | CodeProblem | None:
+        tid = task_id(rec, next(count))
         io_spec = _maybe_json(rec["input_output"])
         if not isinstance(io_spec, Mapping):
             raise ValueError("input_output must be a JSON object with inputs and outputs")
-        if io_spec.get("fn_name"):
-            if skip_call_based:
-                return None
-            raise ValueError(f"problem {rec['problem_id']}: call-based (fn_name) problems are not stdin/stdout")
-        cases = _pairs(io_spec["inputs"], io_spec["outputs"])
         solutions = _maybe_json(rec.get("solutions") or "[]")
+        meta = {k: rec[k] for k in ("difficulty", "url", "name", "source", "tags", "skill_types") if k in rec}
+        if io_spec.get("fn_name"):
+            if functional == "skip":
+                return None
+            if functional == "raise":
+                raise ValueError(f"problem {tid}: call-based (fn_name) problems are not stdin/stdout")
+            cases = apps_call_cases(io_spec["inputs"], io_spec["outputs"])
+            return call_problem(
+                tid, str(rec["question"]), str(io_spec["fn_name"]), cases[:n_public], cases[n_public:],
+                starter_code=str(rec.get("starter_code") or ""), reference=solutions[0] if solutions else None,
+                source=source, metadata=meta,
+            )  # fmt: skip
+        cases = _pairs(io_spec["inputs"], io_spec["outputs"])
         return StdioProblem(
-            task_id=f"apps/{rec['problem_id']}",
+            task_id=tid,
             statement=str(rec["question"]),
             public_tests=tuple(cases[:n_public]),
-            private_tests=tuple(cases),
+            private_tests=tuple(cases[n_public:]),
             reference_solution=solutions[0] if solutions else None,
-            source="apps",
-            metadata={k: rec[k] for k in ("difficulty", "url") if k in rec},
+            source=source,
+            metadata=meta,
         )
 
-    return _load(path, convert)
+    return convert
 
 
 def load_code_contests(path: str | Path, include_generated: bool = False) -> list[StdioProblem]:
@@ -216,9 +260,14 @@ def _load_native(path: str | Path) -> list[StdioProblem]:
     return _load(path, convert)
 
 
-def _load(path: str | Path, convert: Callable[[Mapping[str, Any]], StdioProblem | None]) -> list[StdioProblem]:
+def _check_functional(functional: str) -> None:
+    if functional not in FUNCTIONAL:
+        raise ValueError(f"functional must be one of {FUNCTIONAL}, got {functional!r}")
+
+
+def _load(path: str | Path, convert: Callable[[Mapping[str, Any]], Any]) -> list[Any]:
     path = Path(path)
-    out: list[StdioProblem] = []
+    out: list[Any] = []
     for lineno, rec in iter_jsonl(path):
         try:
             problem = convert(rec)
@@ -228,7 +277,7 @@ def _load(path: str | Path, convert: Callable[[Mapping[str, Any]], StdioProblem 
         if problem is not None:
             out.append(problem)
     if not out:
-        raise ValueError(f"{path}: no usable stdin/stdout problems")
+        raise ValueError(f"{path}: no usable problems")
     return out
 
 
@@ -237,7 +286,7 @@ def _detect_format(path: Path) -> str:
         if "question_content" in rec and "public_test_cases" in rec:
             return "livecodebench"
         if "input_output" in rec and "question" in rec:
-            return "apps"
+            return "apps" if "problem_id" in rec else "taco"
         if "description" in rec and "public_tests" in rec and "name" in rec:
             return "code_contests"
         if "statement" in rec and "public_tests" in rec:

@@ -66,9 +66,15 @@ import numpy as np
 
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.multihop import WorldConfig, generate_world
-from llm_marl_envs.data.qa_formats import QAExample, corpus_from_contexts
+from llm_marl_envs.data.qa_formats import QAExample, corpus_from_contexts, resolve_qa_data
 from llm_marl_envs.retrieval import BM25Retriever, Document, Passage, Retriever
-from llm_marl_envs.search.answers import exact_match, f1_score
+from llm_marl_envs.search.answers import (
+    AnswerNormalization,
+    exact_match,
+    f1_score,
+    get_normalization,
+    score_answer,
+)
 from llm_marl_envs.search.planner_worker_actions import PlannerWorkerActions
 from llm_marl_envs.search.planner_worker_policies import (  # noqa: F401  (public names of this module)
     _passages_in,
@@ -108,7 +114,17 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
         n_entities, n_questions, min_hops, max_hops, decoys_per_entity, world_seed: the
             synthetic world (used when ``examples`` is None).
         examples: your own questions (e.g. from :mod:`llm_marl_envs.data.qa_formats`).
-        corpus: documents to index with BM25 (default: the world's, or the examples' contexts).
+        corpus: documents to index with BM25 (default: the world's, or the examples' contexts),
+            or the path of a corpus JSONL (``{id, title, text}`` or Search-R1's wiki-18
+            ``{id, contents}``).
+        dataset: a QA file instead of ``examples`` (HotpotQA, 2Wiki, MuSiQue, Search-R1 /
+            FlashRAG layouts; ``dataset_format="auto"`` detects it). Search-R1 recipe:
+            ``make("search/planner_worker_v0", dataset="nq_hotpotqa.jsonl",
+            corpus="wiki-18.jsonl", topic_passage=False)`` (its records carry no
+            supporting passage, so there is no topic passage to hand out).
+        answer_normalization: how answers are compared: ``"squad"`` (default, SQuAD v1.1),
+            ``"squad_fold_accents"`` (also Röntgen == Rontgen) or an
+            :class:`~llm_marl_envs.search.answers.AnswerNormalization`.
             Topic passages are looked up (by the first supporting id, else title) in the
             world's documents, else in ``corpus``, then in each example's own context.
         retriever: any :class:`~llm_marl_envs.retrieval.Retriever`; overrides ``corpus`` indexing.
@@ -137,7 +153,10 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
         decoys_per_entity: int = 1,
         world_seed: int = 0,
         examples: Sequence[QAExample] | None = None,
-        corpus: Sequence[Document] | None = None,
+        corpus: Sequence[Document] | str | Path | None = None,
+        dataset: str | Path | None = None,
+        dataset_format: str = "auto",
+        answer_normalization: str | AnswerNormalization = "squad",
         retriever: Retriever | None = None,
         cache_dir: str | Path | None | bool = None,
         passage_chars: int = 600,
@@ -158,6 +177,8 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
         if format_penalty > 0:
             raise ValueError(f"format_penalty must be <= 0, got {format_penalty}")
         self.world = None
+        examples, corpus = resolve_qa_data(dataset, dataset_format, examples, corpus)
+        self.normalization = get_normalization(answer_normalization)
         if examples is None:
             # one dispatch per hop not given by the topic passage, then the answer
             need = max_hops if topic_passage else max_hops + 1
@@ -292,7 +313,8 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
         ex = self.example
         em = f1 = 0.0
         if self.finished and self.answer is not None:
-            em, f1 = exact_match(self.answer, ex.answers), f1_score(self.answer, ex.answers)
+            em, f1 = (exact_match(self.answer, ex.answers, self.normalization),
+                      f1_score(self.answer, ex.answers, self.normalization))  # fmt: skip
         components = {
             "answer_em": em,
             "answer_f1": f1,
@@ -314,7 +336,7 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
         if self.answer is None or not self.finished:
             return 0.0
         golds = self.example.answers
-        return exact_match(self.answer, golds) if self.metric == "em" else f1_score(self.answer, golds)
+        return score_answer(self.answer, golds, self.metric, self.normalization)
 
     def coalition_value(self, unmasked: frozenset[str], mode: str = "rescore") -> float:
         if mode not in self.counterfactual_modes:

@@ -73,7 +73,8 @@ def test_every_component_is_reported_in_infos(few):
     play(env, task.best_policy, "HumanEval/0")
     comps = env.unwrapped.record.steps_of("main")[-1].reward_components
     for key in ("structure_helper", "structure_main", "syntax", "tests", "coop_calls_helper",
-                "coop_not_thin", "coop_result_ignored", "score", "tests_passed", "tests_total"):  # fmt: skip
+                "coop_not_thin", "coop_result_ignored", "score", "tests_passed", "tests_total",
+                "visible_test_score"):  # fmt: skip
         assert key in comps
     assert comps["tests_passed"] == comps["tests_total"] == 7
     assert comps["score"] == 4.0
@@ -106,6 +107,8 @@ def test_feedback_modes(few, mode):
     assert play(env, scripted([wrong]), "HumanEval/0") == pytest.approx(env.unwrapped.history[-1].score.total)
     assert env.unwrapped.record.turns[0].reward == 0.0  # "final": only the last turn pays
     text = env.unwrapped.observe_chat("main")[3]["content"]
+    visible = [t.components["visible_test_score"] for t in env.unwrapped.record.turns]
+    assert visible == ([0.0, 1.0] if mode == "pass_fail" else [0.0, 0.0])  # turn 2 is scored on shown tests
     if mode == "pass_fail":
         assert "Tests: 3/7 passed. Failing tests: 1, 3, 5, 6." in text
         assert "Structure" not in text

@@ -223,7 +223,9 @@ def test_loads_functional_and_stdio_files(tmp_path):
     path.write_text(json.dumps(rec) + "\n")
     env = ts.env(dataset=str(path), max_nodes=1)
     (p,) = env.unwrapped.problems
-    assert p.kind == "function" and p.public_inputs == ("inc(1)",) and len(p.hidden_tests) == 2
+    assert p.kind == "function" and p.public_inputs == ("inc(1)",)
+    assert [t.code for t in p.hidden_tests] == ["assert candidate(-1) == 0\n"]  # inc(1) is in the prompt: not scored
+    assert p.test_split["removed_from_hidden"] == 1 and p.test_split["score_tests"] == "hidden"
     assert play(env, ts.best_policy) == 1.0
     env = ts.env(dataset=load_stdio_sample()[:2], max_nodes=1)
     assert [p.kind for p in env.unwrapped.problems] == ["stdio", "stdio"]
@@ -274,7 +276,9 @@ def test_oracle_passes_every_humaneval_problem_at_the_first_node():
     raw = env.unwrapped
     for i in range(len(raw.problems)):
         assert play(env, ts.best_policy, problem=i) == 1.0, raw.problem.task_id
-        assert raw.tree[0].score == 1.0, raw.problem.task_id
+        # HumanEval/32, /38, /50: one looped check test and no literal example -> no public test, node score 0
+        assert raw.tree[0].score == (1.0 if raw.problem.public_tests else 0.0), raw.problem.task_id
+        assert raw.final["test_split"]["n_hidden"] == len(raw.problem.hidden_tests) >= 1
 
 
 def test_validate_problems_up_front():

@@ -9,8 +9,10 @@ import zlib
 
 import pytest
 
+from llm_marl_envs.data.problems import CodeProblem
 from llm_marl_envs.data.stdio_problems import (
     IOCase,
+    StdioProblem,
     load_apps,
     load_code_contests,
     load_livecodebench,
@@ -56,11 +58,19 @@ def test_livecodebench_plain_and_compressed_private_tests(tmp_path):
         assert p[0].source == "livecodebench" and p[0].metadata["platform"] == "atcoder"
 
 
-def test_livecodebench_functional_problems_are_skipped_or_rejected(tmp_path):
-    path = _write(tmp_path / "lcb.jsonl", [_lcb_record("q1"), _lcb_record("q2", testtype="functional")])
-    assert [p.task_id for p in load_livecodebench(path)] == ["q1"]
+def test_livecodebench_functional_problems_are_converted_skipped_or_rejected(tmp_path):
+    functional = dict(_lcb_record("q2", testtype="functional"), metadata=json.dumps({"func_name": "add"}))
+    functional["public_test_cases"] = json.dumps([{"input": "1\n2", "output": "3", "testtype": "functional"}])
+    functional["private_test_cases"] = json.dumps([{"input": "5\n6", "output": "11", "testtype": "functional"}])
+    path = _write(tmp_path / "lcb.jsonl", [_lcb_record("q1"), functional])
+    stdio, call = load_livecodebench(path)
+    assert isinstance(stdio, StdioProblem) and isinstance(call, CodeProblem)
+    assert call.task_id == "q2" and call.entry_point == "add" and call.metadata["call_based"]
+    assert [p.task_id for p in load_livecodebench(path, functional="skip")] == ["q1"]
     with pytest.raises(ValueError, match="lcb.jsonl:2: .*functional"):
-        load_livecodebench(path, skip_functional=False)
+        load_livecodebench(path, functional="raise")
+    with pytest.raises(ValueError, match="functional must be one of"):
+        load_livecodebench(path, functional="maybe")
 
 
 def test_livecodebench_pickle_with_code_is_refused(tmp_path):
@@ -75,7 +85,7 @@ def test_livecodebench_pickle_with_code_is_refused(tmp_path):
         load_livecodebench(path)
 
 
-def test_apps_first_tests_public_all_tests_private(tmp_path):
+def test_apps_first_tests_public_the_others_private(tmp_path):
     rec = {
         "problem_id": 7, "question": "Double it.", "difficulty": "introductory", "starter_code": "",
         "solutions": json.dumps(["print(2 * int(input()))"]),
@@ -83,10 +93,12 @@ def test_apps_first_tests_public_all_tests_private(tmp_path):
     }  # fmt: skip
     call_based = dict(rec, problem_id=8, input_output=json.dumps({"inputs": [[1]], "outputs": [2], "fn_name": "f"}))
     path = _write(tmp_path / "apps.jsonl", [rec, call_based])
-    (p,) = load_apps(path, n_public=2)
+    p, call = load_apps(path, n_public=2)
     assert p.task_id == "apps/7" and p.reference_solution == "print(2 * int(input()))"
     assert [c.input for c in p.public_tests] == ["1\n", "2\n"]
-    assert [c.output for c in p.private_tests] == ["2\n", "4\n", "6\n"]
+    assert [c.output for c in p.private_tests] == ["6\n"]
+    assert isinstance(call, CodeProblem) and call.task_id == "apps/8" and call.entry_point == "f"
+    assert [x.task_id for x in load_apps(path, functional="skip")] == ["apps/7"]
     assert load_stdio_problems(path, format="auto")[0].task_id == "apps/7"
 
 
