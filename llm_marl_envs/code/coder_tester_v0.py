@@ -45,7 +45,13 @@ from typing import Any
 import numpy as np
 
 from llm_marl_envs.code.coder_tester_problems import CoderTesterProblem, load_coder_tester_problems
-from llm_marl_envs.code.coder_tester_scoring import TurnScore, coder_program, parse_tester_tests, score_turn
+from llm_marl_envs.code.coder_tester_scoring import (
+    TesterTests,
+    TurnScore,
+    coder_program,
+    parse_tester_tests,
+    score_turn,
+)
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import split_problems
 
@@ -119,7 +125,7 @@ class raw_env(TextCollabEnv):
         self._sandbox = sandbox
         self.timeout_s = timeout_s
         self.problem = self.problems[0]
-        self.answers: dict[str, str] = {}
+        self._turn: dict[str, Any] = {}
         self.scores: list[TurnScore] = []
 
     # ------------------------------------------------------------------ hooks
@@ -131,20 +137,26 @@ class raw_env(TextCollabEnv):
             self.problem = self.problems[self._by_id[task_id]]
         else:
             self.problem = self.problems[int(rng.integers(len(self.problems)))]
-        self.answers, self.scores = {}, []
+        self.scores = []
         for agent in self.agents:
             self.tell(agent, f"Problem {self.problem.task_id}:\n{self.problem.statement}")
 
     def _on_action(self, agent: str, action: Action) -> None:
-        self.answers[agent] = action.text
+        """Read the program / the tests now (no execution) so format issues land on this step."""
+        if agent == "coder":
+            self._turn["program"] = coder_program(self.problem, action.text)
+            if not self._turn["program"].strip():
+                self.flag_format(agent, "no code found in the answer")
+        else:
+            self._turn["tests"] = parse_tester_tests(self.problem, action.text, self.max_tests)
+            for issue in self._turn["tests"].issues:
+                self.flag_format(agent, issue)
+
+    def _begin_turn(self) -> None:
+        self._turn = {"program": "", "tests": TesterTests(())}
 
     def _end_turn(self) -> TurnOutcome:
-        program = coder_program(self.problem, self.answers.get("coder", ""))
-        if not program.strip():
-            self.flag_format("coder", "no code found in the answer")
-        tests = parse_tester_tests(self.problem, self.answers.get("tester", ""), self.max_tests)
-        for issue in tests.issues:
-            self.flag_format("tester", issue)
+        program, tests = self._turn["program"], self._turn["tests"]
         score = score_turn(self.sandbox, self.problem, program, tests, self.timeout_s)
         previous = self.scores[-1].golden_pass if self.scores else 0.0
         self.scores.append(score)
@@ -154,7 +166,6 @@ class raw_env(TextCollabEnv):
         components = {"golden_pass": score.golden_pass, "previous_golden_pass": previous,
                       "tester_tests": float(len(tests.tests))}
         agents = {"coder": dict(score.coder_components), "tester": dict(score.tester_components)}
-        self.answers = {}
         return TurnOutcome(score.golden_pass - previous, components, agents, terminated=solved)
 
     def _feedback(self, program: str, tests: Any, score: TurnScore) -> None:
