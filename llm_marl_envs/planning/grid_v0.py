@@ -53,6 +53,7 @@ __all__ = ["LOCAL_REWARD_COMPONENTS", "PUZZLES", "best_policy", "env", "greedy_p
 
 PUZZLES = ("plan_path", "sokoban", "sudoku")
 DEFAULT_SIZES = {"plan_path": 10, "sokoban": 6, "sudoku": 4}
+SUDOKU_PIECES = ("r", "c", "=", "0", "1", "2", "3", "4")
 #: the reward components that form each agent's local reward (AT-GRPO's r_local_i)
 LOCAL_REWARD_COMPONENTS: dict[str, tuple[str, ...]] = {
     "tool": ("tool_ran", "tool_solves"),
@@ -234,8 +235,11 @@ class raw_env(TextCollabEnv):
         return (self.format_penalty * len(self.possible_agents) * self.max_turns, 1.0 + self.shaping)
 
     def action_words(self, agent: str) -> tuple[str, ...] | None:
-        """The plan agent's moves (``U D L R`` or Sudoku's ``r1c1=1``...); the tool writes free text."""
-        return None if agent == "tool" else self.puzzle.move_words()
+        """The plan agent's moves ``U D L R``, or the pieces Sudoku moves (``r2c3=4``) are
+        spelled with, since tokenizers split them (``r 2 c 3 = 4``); the tool writes free text."""
+        if agent == "tool":
+            return None
+        return SUDOKU_PIECES if self.kind == "sudoku" else self.puzzle.move_words()
 
 
 env = make_env_fn(raw_env)

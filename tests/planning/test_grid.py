@@ -117,5 +117,6 @@ def test_splits_and_action_words():
     twin = grid.env(puzzle="plan_path", size=5)
     twin.reset(seed=99, options={"puzzle_seed": 7})
     assert env.unwrapped.puzzle == twin.unwrapped.puzzle
+    assert grid.env(puzzle="sudoku").unwrapped.action_words("plan") == ("r", "c", "=", "0", "1", "2", "3", "4")
     with pytest.raises(ValueError, match="4x4"):
         grid.env(puzzle="sudoku", size=6)
