@@ -96,3 +96,28 @@ def test_parallel_env_plays_both_agents_at_once():
     par.reset(seed=0)
     _, rewards, terms, _, _ = par.step({"coder": RIGHT, "tester": "```python\nassert add(1, 2) == 3\n```"})
     assert rewards == {"coder": 1.0, "tester": 1.0} and all(terms.values())
+
+
+def test_datasets_load_from_files_by_format(tmp_path):
+    from llm_marl_envs.data.stdio_problems import SAMPLE_PATH
+
+    stdio = load_coder_tester_problems(SAMPLE_PATH)  # "auto": no entry_point field -> stdio (native)
+    assert stdio and all(p.kind == "stdio" and p.golden_tests for p in stdio)
+    contests = tmp_path / "cc.jsonl"
+    contests.write_text(
+        '{"name": "double", "description": "Print twice the input.", '
+        '"public_tests": {"input": ["2\\n"], "output": ["4\\n"]}, '
+        '"private_tests": {"input": ["3\\n", "5\\n"], "output": ["6\\n", "10\\n"]}, '
+        '"solutions": {"language": [3], "solution": ["print(2 * int(input()))"]}}\n'
+    )
+    problem = load_coder_tester_problems(contests, format="code_contests")[0]
+    assert len(problem.golden_tests) == 2 and problem.reference  # the private tests are golden
+    env = ct.env(dataset=str(contests), format="code_contests", max_turns=1)
+    record = _play(env, {"coder": [f"```python\n{problem.reference}\n```"], "tester": ["<input>\n7\n</input><output>\n14\n</output>"]})
+    assert record.total_reward == 1.0 and record.turns[0].agent_components["tester"]["tester_valid"] == 1.0
+    mbpp = tmp_path / "mbpp.jsonl"
+    mbpp.write_text('{"task_id": 1, "text": "Add two numbers.", "code": "def add(a, b):\\n    return a + b", '
+                    '"test_list": ["assert add(1, 2) == 3"]}\n')
+    assert load_coder_tester_problems(mbpp)[0].kind == "function"
+    with pytest.raises(ValueError, match="format"):
+        load_coder_tester_problems(mbpp, format="csv")

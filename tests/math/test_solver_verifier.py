@@ -150,3 +150,10 @@ def test_file_problems_split_deterministically_and_disjointly():
     env = sv.env(problems=problems, split="test", test_fraction=0.25)
     env.reset(seed=0, options={"task_id": test[0].task_id})
     assert env.unwrapped.problem == test[0]
+
+
+def test_answers_are_checked_off_the_main_thread_too():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:  # rollout threads: math-verify's SIGALRM limit is skipped there
+        assert list(pool.map(lambda p: answers_match(*p), [("3/4", "0.75"), ("2", "3")])) == [True, False]
