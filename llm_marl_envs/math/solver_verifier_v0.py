@@ -171,8 +171,8 @@ class raw_env(TextCollabEnv):
             from llm_marl_envs.code.tool_runs import run_tool
 
             run = run_tool(self.sandbox, action.text, "", self.timeout_s)
-            if run.error == "no code found in the answer":
-                self.flag_format(agent, run.error)
+            if not run.code.strip():
+                self.flag_format(agent, "no code found in the answer")
             self._turn["tool"] = run
             self.tell("solver", run.render())
         elif agent == "solver":
