@@ -97,12 +97,12 @@ def test_shaping_is_potential_based():
     env = grid.env(puzzle="plan_path", size=6, tool=False, max_turns=3, shaping=0.5)
     assert env.unwrapped.return_range() == (0.0, 1.5)
     assert play_episode(env, grid.best_policy, seed=0) == pytest.approx(1.5)
-    total = play_episode(env, grid.greedy_policy, seed=1)
+    total = play_episode(env, grid.greedy_policy, seed=0)  # greedy gets stuck a third of the way
     phi = env.unwrapped.record.turns[-1].components["progress"]
-    assert total == pytest.approx(float(env.unwrapped.puzzle.solved()) + 0.5 * phi)
+    assert 0 < phi < 1 and not env.unwrapped.puzzle.solved()
+    assert total == pytest.approx(0.5 * phi)
     off = grid.env(puzzle="plan_path", size=6, tool=False, max_turns=3)
-    unshaped = play_episode(off, grid.greedy_policy, seed=1)
-    assert unshaped == float(off.unwrapped.puzzle.solved())
+    assert play_episode(off, grid.greedy_policy, seed=0) == 0.0
     assert {t.components["shaping"] for t in off.unwrapped.record.turns} == {0.0}
 
 
