@@ -32,3 +32,22 @@ def test_closed_sandbox_raises_instead_of_scoring(closed_sandbox, module, kwargs
         for agent in env.agent_iter():
             env.step(module.best_policy(env, agent))
     assert not env.unwrapped.record.turns  # nothing was scored
+
+
+@pytest.mark.parametrize(("module", "kwargs"), [
+    (solver_verifier_v0, {"tool": True}),
+    (grid_v0, {"size": 5}),
+    (coder_tester_v0, {"dataset": "stdio_sample", "max_turns": 1}),
+])
+def test_played_envs_pickle_without_the_default_sandbox(module, kwargs):
+    import pickle
+
+    env = module.env(**kwargs)
+    env.reset(seed=0)
+    env.step(module.best_policy(env, env.agent_selection))  # the default sandbox has been used
+    copy = pickle.loads(pickle.dumps(env))
+    assert copy.unwrapped.transcript() == env.unwrapped.transcript()
+    for agent in copy.agent_iter():
+        _, _, term, trunc, _ = copy.last()
+        copy.step(None if term or trunc else module.best_policy(copy, agent))
+    assert copy.unwrapped.record.total_reward == 1.0

@@ -221,11 +221,13 @@ class raw_env(TextCollabEnv):
     # ------------------------------------------------------------------ extras
     @property
     def sandbox(self) -> Any:
-        if self._sandbox is None:
-            from llm_marl_envs.sandbox import default_sandbox
+        """The sandbox given at construction, else the process-wide default (looked up on each
+        use and never stored, so the environment stays picklable and deep-copyable)."""
+        if self._sandbox is not None:
+            return self._sandbox
+        from llm_marl_envs.sandbox import default_sandbox
 
-            self._sandbox = default_sandbox()
-        return self._sandbox
+        return default_sandbox()
 
     def _hidden_state(self) -> str:
         return (f"puzzle: {self.kind} seed {self.puzzle_seed}; optimal solution from the start: "
