@@ -118,6 +118,27 @@ _BUILTIN: tuple[EnvSpec, ...] = (
         parallelizable=False,
         test_kwargs={"dataset": "stdio_sample", "max_nodes": 3},
     ),
+    EnvSpec(
+        name="math/solver_verifier_v0",
+        module="llm_marl_envs.math.solver_verifier_v0",
+        summary="a solver answers, a verifier approves or rejects, optional python tool (Dr. MAS)",
+        parallelizable=False,
+        test_kwargs={"tool": True, "timeout_s": 1.0},
+    ),
+    EnvSpec(
+        name="planning/grid_v0",
+        module="llm_marl_envs.planning.grid_v0",
+        summary="a tool agent writes a solver program, a plan agent moves: Plan-Path, Sokoban, Sudoku (AT-GRPO)",
+        parallelizable=False,
+        test_kwargs={"puzzle": "plan_path", "size": 5, "max_turns": 2, "timeout_s": 1.0},
+    ),
+    EnvSpec(
+        name="code/coder_tester_v0",
+        module="llm_marl_envs.code.coder_tester_v0",
+        summary="a coder writes the solution, a tester writes unit tests, both run in the sandbox",
+        parallelizable=True,
+        test_kwargs={"dataset": "humaneval", "max_turns": 2, "timeout_s": 2.0},
+    ),
 )
 
 
