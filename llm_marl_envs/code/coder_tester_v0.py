@@ -52,6 +52,7 @@ from llm_marl_envs.code.coder_tester_scoring import (
     parse_tester_tests,
     score_turn,
 )
+from llm_marl_envs.code.sandbox_handle import hidden_test_texts
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import split_problems
 
@@ -207,6 +208,10 @@ class raw_env(TextCollabEnv):
         last = self.scores[-1] if self.scores else None
         return (f"task: {self.problem.task_id} ({self.problem.kind}); golden tests: {len(self.problem.golden_tests)}; "
                 f"last golden pass: {last.golden_pass if last else None}")
+
+    def secrets(self, agent: str) -> tuple[str, ...]:
+        """The golden tests and the reference solution (the agents see only the tester's tests)."""
+        return hidden_test_texts(self.problem.golden_tests, (), self.problem.reference)
 
     def return_range(self) -> tuple[float, float]:
         return (self.format_penalty * 2 * self.max_turns, 1.0)

@@ -94,6 +94,7 @@ class raw_env(TextCollabEnv):
     shared_attributes = ("problems", "_sandbox")
     counterfactual_modes = ("rescore",)
     local_reward_components = LOCAL_REWARD_COMPONENTS
+    horizon_kwarg = "max_loops"  #: ``max_cycles`` maps onto the number of solve/verify loops
 
     def __init__(
         self,
@@ -232,6 +233,10 @@ class raw_env(TextCollabEnv):
 
     def _hidden_state(self) -> str:
         return f"problem: {self.problem.task_id}; gold answer: {self.problem.answer}; attempts: {self.attempts}"
+
+    def secrets(self, agent: str) -> tuple[str, ...]:
+        """The gold answer as a boxed answer (a bare number may appear in the question itself)."""
+        return (f"\\boxed{{{self.problem.answer}}}",) if self.problem.answer else ()
 
     def return_range(self) -> tuple[float, float]:
         low = self.format_penalty * len(self.possible_agents) * self.max_turns
