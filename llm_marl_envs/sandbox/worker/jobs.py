@@ -22,6 +22,8 @@ from .fsview import remove_path
 from .guard import REAL
 from .supervisor import RunResult, RunSpec, Supervisor
 
+STACK_BYTES = 64 << 20  # RLIMIT_STACK, soft and hard, when the request names none
+
 _SIGNAL_TEXT = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "aborted", signal.SIGBUS: "bus error",
                 signal.SIGFPE: "floating point exception", signal.SIGILL: "illegal instruction"}
 
@@ -80,7 +82,8 @@ class JobRunner:
             "file_size_bytes": int(lim["file_size_bytes"]),
             "open_files": int(lim["open_files"]),
             "processes": int(lim["processes"]),
-            "core_bytes": 0,
+            "core_bytes": 0,  # hard limit too: no core files
+            "stack_bytes": int(lim.get("stack_bytes") or STACK_BYTES),
         }
         child = ChildSpec(job_dir=job_dir, env=None, stdin_fd=-1, stdout_fd=-1, stderr_fd=-1, result_fd=-1,
                           rlimits=rlimits, uid=self.s["uid"], gid=self.s["gid"],

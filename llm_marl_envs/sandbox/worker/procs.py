@@ -64,15 +64,21 @@ def try_reap(pid: int) -> tuple[bool, int | None, Any]:
     return True, status, usage
 
 
-def reap_all() -> bool:
-    """Reap every exited child; True if some children remain."""
+def reap_all(zygote: int) -> bool:
+    """Reap every exited child; True if some children remain, besides ``zygote``.
+
+    The zygote exiting means the worker cannot go on: the fork server exits (the caller then
+    starts a fresh worker).
+    """
     while True:
         try:
             got, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return False
+        if got == zygote:
+            os._exit(4)
         if got == 0:
-            return True
+            return len(children_of_self()) > 1
 
 
 def children_of_self() -> list[int]:

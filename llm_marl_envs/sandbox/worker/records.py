@@ -39,6 +39,7 @@ class RunResult:
         self.killed: str | None = None  # "timeout" | "budget" | "output" | "channel" | "start"
         self.active: Any = "start"  # what ran last: "program", "setup", "harness", a test index
         self.infra_error: str | None = None
+        self.helper_usage = False  # cpu_time_s / max_rss_kb are the program process's (assert mode)
 
     @property
     def exit_code(self) -> int | None:

@@ -31,7 +31,9 @@ from .guard import REAL, install_guard
 from .harness import PROGRAM_FILE
 from .jobs import JobRunner
 from .namespaces import enter_namespaces
+from .roles import child_main
 from .supervisor import Supervisor
+from .zygote import Zygote
 
 
 def main(argv: list[str]) -> None:
@@ -134,17 +136,19 @@ class ForkServer:
             "gid": self.run_gid,
             "drop_capabilities": not drop and bool(report["user_ns"]),
         }
-        self.supervisor = Supervisor(is_pid1=is_pid1)
-        # Jobs running as another user cannot write to the (root-owned) hidden-path masks.
-        wipe_all = self.run_uid is None
-        self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir,
-                                lambda: self.view.wipe(private_only=not wipe_all))
         self.fatal = self._self_test(needed, runner_settings)
         if settings["guard"]:
             # Once, here: every job process inherits it. From now on this process only calls
             # the originals of what the guard disables (guard.REAL).
             install_guard(allow_subprocesses=bool(settings["allow_subprocesses"]),
                           block_network=bool(settings["block_network"]))
+        # The clean fork point, taken before any job: every job process is forked from it.
+        self.zygote = Zygote(child_main)
+        self.supervisor = Supervisor(is_pid1=is_pid1, zygote=self.zygote)
+        # Jobs running as another user cannot write to the (root-owned) hidden-path masks.
+        wipe_all = self.run_uid is None
+        self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir,
+                                lambda: self.view.wipe(private_only=not wipe_all))
         self.isolation = {
             **{k: v for k, v in report.items() if k != "notes"},
             "private_tmp": bool(self.view.private_dirs),

@@ -21,17 +21,18 @@ and reaps it in :meth:`Supervisor.finish`, before the next run.)
 
 from __future__ import annotations
 
+import _socket
 import fcntl
+import json
 import os
 import select
 import signal
 import time
-import traceback
 from typing import Any
 
-from .child import RESULT_FD, ChildSpec, confine
+from . import protocol as P
+from .child import ChildSpec
 from .guard import REAL
-from .harness import run_job_process
 from .procs import (
     children_of_self,
     describe_start_failure,
@@ -46,6 +47,7 @@ from .records import PIPE_BYTES, RecordReader, RunResult
 
 INFRA_EXIT_CODE = 121  # a job process that could not be set up exits with this
 _F_SETPIPE_SZ = 1031
+HELPER_EXIT_WAIT_S = 1.0  # how long a program process may take to die after its judge stopped
 
 
 class RunSpec:
@@ -82,8 +84,9 @@ class _Watch:
 class Supervisor:
     """Runs job processes for one fork server."""
 
-    def __init__(self, *, is_pid1: bool) -> None:
+    def __init__(self, *, is_pid1: bool, zygote: Any) -> None:
         self.is_pid1 = is_pid1
+        self.zygote = zygote  # forks the job processes (see .zygote)
         self._unreaped: list[int] = []  # job processes that reported everything but may still run
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)  # the stdin of most runs
 
@@ -109,24 +112,44 @@ class Supervisor:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         stdin_fd = make_stdin_fd(spec.stdin) if spec.stdin else self._devnull
-        spec.child.stdin_fd, spec.child.stdout_fd = stdin_fd, out_w
-        spec.child.stderr_fd, spec.child.result_fd = err_w, res_w
         started = time.monotonic()
-        # Everything the poll loop needs is made before the fork: see _watch.
         watch = _Watch(spec, nonce, res_r, out_r, err_r, started)
-        pid = REAL.fork()
-        if pid == 0:  # pragma: no cover - the job process (coverage cannot follow os._exit)
-            try:
-                _child_main(spec, nonce, res_w)
-            finally:
-                os._exit(INFRA_EXIT_CODE)  # never return into the fork server's code
-        os.close(res_w)
-        os.close(out_w)
-        os.close(err_w)
-        if stdin_fd != self._devnull:
-            os.close(stdin_fd)
+        helper = None
+        mine: list[int] = [res_w, out_w, err_w]
         try:
-            result = self._watch(watch, pid)
+            if spec.mode == "assert":
+                # The judge runs the tests; the program process (which never sees them) answers its calls.
+                judge_end, program_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+                mine += [judge_end.detach(), program_end.detach()]
+                judge_payload = _memfd({"nonce": nonce, "setup": spec.job.get("setup") or "",
+                                        "tests": spec.job["tests"], "compiled": spec.job.get("compiled"),
+                                        "limits": spec.job["limits"], "indices": spec.indices})
+                program_payload = _memfd({"program": spec.job["program"], "limits": spec.job["limits"]})
+                mine += [judge_payload, program_payload]
+                pid = self.zygote.spawn(self._command(spec, "judge", 0),
+                                        [self._devnull, self._devnull, self._devnull, res_w, judge_payload, mine[3]])
+                try:
+                    REAL.setpgid(pid, pid)  # (it does so itself too): the program process joins its group
+                except OSError:
+                    pass
+                helper = self.zygote.spawn(self._command(spec, "program", pid),
+                                           [self._devnull, out_w, err_w, mine[4], program_payload])
+            else:
+                payload = _memfd({"program": spec.job["program"], "limits": spec.job["limits"], "nonce": nonce,
+                                  "index": spec.indices[0]})
+                mine.append(payload)
+                pid = self.zygote.spawn(self._command(spec, "io", 0), [stdin_fd, out_w, err_w, res_w, payload])
+        except BaseException:
+            for fd in (res_r, out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in mine:
+                os.close(fd)
+            if stdin_fd != self._devnull:
+                os.close(stdin_fd)
+        try:
+            result = self._watch(watch, pid, helper)
         finally:
             for fd in (res_r, out_r, err_r):
                 try:
@@ -138,8 +161,40 @@ class Supervisor:
         result.memory_limit_bytes = int(spec.child.rlimits.get("address_space_bytes", 0))
         return result
 
+    def _command(self, spec: RunSpec, role: str, pgid: int) -> dict[str, Any]:
+        c = spec.child
+        return {"role": role, "job_dir": c.job_dir, "rlimits": c.rlimits, "uid": c.uid, "gid": c.gid,
+                "drop_caps": c.drop_capabilities, "pdeath": c.parent_death_signal, "pgid": pgid,
+                "new_ipc": role != "judge"}
+
+    def _end_helper(self, pid: int, result: RunResult, judged: bool) -> None:
+        """After the judge: end the program process; if it died first, its exit explains the run."""
+        if not judged and result.killed is None:
+            # The judge stopped early on its own: the program process died (or is dying) under it.
+            pidfd = pidfd_open(pid)
+            if pidfd is not None:
+                try:
+                    select.select([pidfd], [], [], HELPER_EXIT_WAIT_S)
+                finally:
+                    os.close(pidfd)
+            done, status, usage = try_reap(pid)
+            if done:
+                result.status = status
+                if usage is not None:
+                    result.cpu_time_s = usage.ru_utime + usage.ru_stime
+                    result.max_rss_kb = usage.ru_maxrss
+                    result.helper_usage = True
+                return
+        self._kill(pid, None, "")
+        if judged:
+            self._unreaped.append(pid)  # reaped after the reply
+            return
+        _, _, usage = os.wait4(pid, 0)
+        result.cpu_time_s, result.max_rss_kb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+        result.helper_usage = True
+
     # -- the poll loop -------------------------------------------------------------------
-    def _watch(self, w: _Watch, pid: int) -> RunResult:
+    def _watch(self, w: _Watch, pid: int, helper: int | None = None) -> RunResult:
         """Wait for the child to exit (or to be killed), then collect what it left.
 
         While the child lives, every page this process writes is copied (copy-on-write,
@@ -194,6 +249,10 @@ class Supervisor:
         finally:
             if pidfd is not None:
                 os.close(pidfd)
+            if helper is not None:
+                if exited:
+                    reader.drain()  # the judge is gone: all its records are in the pipe
+                self._end_helper(helper, result, judged=finished or result.active == "done")
             if finished and not exited:
                 self._unreaped.append(pid)  # reaped by finish(), after the reply
             else:
@@ -210,7 +269,7 @@ class Supervisor:
         reader.drain(final=True)
         if reader.overflowed and result.killed is None:
             result.killed = "channel"
-        if rusage is not None:
+        if rusage is not None and not result.helper_usage:
             result.cpu_time_s = rusage.ru_utime + rusage.ru_stime
             result.max_rss_kb = rusage.ru_maxrss
         if result.killed is None and max(totals.values()) > spec.output_cap:
@@ -231,10 +290,13 @@ class Supervisor:
                 pass
 
     def kill_leftovers(self, pid: int) -> None:
-        """Kill and reap every process the job left behind (daemons, setsid grandchildren)."""
-        if not reap_all():
-            # No child left, so nothing of the job is: a process whose parent dies is
-            # re-parented to this one (PID 1 of the namespace, or child subreaper).
+        """Kill and reap every process the job left behind (daemons, setsid grandchildren).
+
+        A process whose parent dies is re-parented to this one (PID 1 of the worker's
+        namespace, or child subreaper), so once this process's only child is the zygote,
+        nothing of the job is left.
+        """
+        if not self._leftovers():
             return
         try:
             REAL.killpg(pid, signal.SIGKILL)
@@ -242,35 +304,25 @@ class Supervisor:
             pass
         give_up = time.monotonic() + 5.0
         while time.monotonic() < give_up:
-            if self.is_pid1:
+            left = self._leftovers()
+            if not left:
+                return
+            for child in left:
                 try:
-                    REAL.kill(-1, signal.SIGKILL)  # PID 1 of our own namespace: all of the job's processes
+                    REAL.kill(child, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            else:
-                for child in children_of_self():
-                    try:
-                        REAL.kill(child, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-            if not reap_all():
-                return
             time.sleep(0.001)
 
+    def _leftovers(self) -> list[int]:
+        """Reap the children that exited; the others, but the zygote."""
+        if not reap_all(self.zygote.pid):
+            return []
+        return [child for child in children_of_self() if child != self.zygote.pid]
 
-def _child_main(spec: RunSpec, nonce: str, res_w: int) -> None:  # pragma: no cover - in the child
-    fd = res_w
-    try:
-        confine(spec.child)
-        fd = RESULT_FD
-        run_job_process(spec.job, nonce, spec.mode, spec.indices)
-    except BaseException:  # noqa: BLE001
-        try:
-            import json
 
-            detail = traceback.format_exc(limit=5)[-2000:]
-            line = f"{nonce} infra -1 0 0 " + json.dumps({"error": "job process set-up failed: " + detail}) + "\n"
-            os.write(fd, line.encode("ascii", "backslashreplace"))
-        finally:
-            os._exit(INFRA_EXIT_CODE)
-    os._exit(INFRA_EXIT_CODE)
+def _memfd(payload: dict[str, Any]) -> int:
+    """A memfd holding ``payload`` as JSON: what a spawned process reads before it is confined."""
+    fd = os.memfd_create("job", os.MFD_CLOEXEC)
+    P.write_all(fd, json.dumps(payload).encode("utf-8", "surrogatepass"))
+    return fd
