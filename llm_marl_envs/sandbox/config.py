@@ -53,7 +53,9 @@ class SandboxConfig:
     I/O comparison: io_compare = "exact" | "lines" (default: trailing whitespace of each line and
         trailing blank lines ignored) | "tokens" (whitespace-separated tokens; numbers equal
         within ``float_tolerance`` when it is set).
-    Isolation: use_namespaces, drop_privileges (+ uid/gid, only when running as root),
+    Isolation: use_namespaces, drop_privileges (+ uid/gid, only when running as root; the
+        judge of assert tests runs as ``judge_uid`` with the same gid, so the program cannot
+        signal, trace or read it),
         guard (in-interpreter guard), block_network (interpreter-level socket block, in addition
         to the network namespace), allow_subprocesses, private_dirs, hidden_paths, env
         (the complete environment of job processes), tmp_root (job directories when no
@@ -83,6 +85,7 @@ class SandboxConfig:
     drop_privileges: bool = True
     uid: int = 65534
     gid: int = 65534
+    judge_uid: int = 65533
     guard: bool = True
     block_network: bool = True
     allow_subprocesses: bool = False
@@ -171,6 +174,7 @@ class SandboxConfig:
             "drop_privileges": self.drop_privileges,
             "uid": self.uid,
             "gid": self.gid,
+            "judge_uid": self.judge_uid,
             "private_dirs": list(self.private_dirs),
             "hidden_paths": list(self.hidden_paths),
             "tmpfs_size_mb": self.tmpfs_size_mb,

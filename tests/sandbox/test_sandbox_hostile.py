@@ -364,8 +364,9 @@ def test_no_network_even_to_a_local_listener(sandbox):
 
 
 def test_chdir_does_not_confuse_the_harness(sandbox):
-    program = "import os\nos.chdir('/')\ndef f():\n    open('x.txt', 'w')\n"
-    res = sandbox.run(program, [A("import os\nassert os.getcwd() == '/'"), A("f()")])
+    # (The tests run in the judge's process: they see the program's state through its functions.)
+    program = "import os\nos.chdir('/')\ndef f():\n    open('x.txt', 'w')\ndef cwd():\n    return os.getcwd()\n"
+    res = sandbox.run(program, [A("assert cwd() == '/'"), A("f()")])
     assert outcome(res) == [(True, None), (False, "PermissionError")]
     assert os.getcwd() == CALLER_CWD
 
@@ -416,7 +417,7 @@ def test_faking_a_pass_by_printing_and_patching(sandbox):
     program = (
         "import builtins, json, os, sys\n"
         "print('All tests passed!')\n"
-        "for i in range(3):\n    print(f'x result {i} 1 {{}}')\n    os.write(3, f'x result {i} 1 {{}}\\n'.encode())\n"
+        "for i in range(3):\n    print(f'x result {i} 1 {{}}')\n"  # (writing to fd 3: see the flooding tests)
         "def check(candidate):\n    return True\n"
         "abs = lambda x: 0\n"
         "builtins.abs = lambda x: 0\n"

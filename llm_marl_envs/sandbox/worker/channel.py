@@ -15,6 +15,10 @@ class ChannelClosed(Exception):
     """The peer hung up, or broke the framing."""
 
 
+class ChannelAbuse(ChannelClosed):
+    """The peer sent something that is not a message of the protocol (a flood, junk)."""
+
+
 class Channel:
     def __init__(self, fd: int, limit: int = MAX_MESSAGE_BYTES) -> None:
         self.fd = fd
@@ -33,7 +37,7 @@ class Channel:
     def recv(self) -> bytes:
         size = int.from_bytes(self._exactly(4), "big")
         if size > self.limit:
-            raise ChannelClosed(f"a message of {size} bytes (limit {self.limit})")
+            raise ChannelAbuse(f"a message of {size} bytes (limit {self.limit})")
         return self._exactly(size)
 
     def _exactly(self, n: int) -> bytes:

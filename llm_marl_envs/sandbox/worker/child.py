@@ -111,12 +111,16 @@ _SECCOMP = PreparedFilter()
 
 # The fork server's hard limits, read once (a job can only lower them).
 _HARD = {which: resource.getrlimit(which)[1] for which in _RLIMITS.values()}
+_SOFT_STACK = resource.getrlimit(resource.RLIMIT_STACK)[0]
 
 
 def _limit_pair(which: int, value: int) -> tuple[int, int]:
     hard = _HARD[which]
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
+    if which == resource.RLIMIT_STACK:  # a bounded hard limit; the soft one stays as it was (8 MB)
+        soft = _SOFT_STACK if _SOFT_STACK != resource.RLIM_INFINITY else value
+        return min(soft, value), value
     return value, value
 
 

@@ -49,6 +49,7 @@ class JobRunner:
         try:
             if self.s["uid"] is not None:
                 REAL.chown(job_dir, self.s["uid"], self.s["gid"])
+                REAL.chmod(job_dir, 0o770)  # the judge (another uid, same group) may read what the program wrote
             assert_idx = [i for i, t in enumerate(tests) if t["kind"] == "assert"]
             io_idx = [i for i, t in enumerate(tests) if t["kind"] == "io"]
             if assert_idx or not io_idx:
@@ -83,7 +84,7 @@ class JobRunner:
             "open_files": int(lim["open_files"]),
             "processes": int(lim["processes"]),
             "core_bytes": 0,  # hard limit too: no core files
-            "stack_bytes": int(lim.get("stack_bytes") or STACK_BYTES),
+            "stack_bytes": int(lim.get("stack_bytes") or STACK_BYTES),  # hard; soft stays the usual
         }
         child = ChildSpec(job_dir=job_dir, env=None, stdin_fd=-1, stdout_fd=-1, stderr_fd=-1, result_fd=-1,
                           rlimits=rlimits, uid=self.s["uid"], gid=self.s["gid"],

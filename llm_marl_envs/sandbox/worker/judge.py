@@ -29,7 +29,7 @@ import time
 from typing import Any, NoReturn
 
 from . import protocol as P
-from .channel import Channel, ChannelClosed
+from .channel import Channel, ChannelAbuse, ChannelClosed
 from .harness import _PRISTINE_BUILTINS, BoundedText, _compile_tests, _load_compiled, _reporter
 from .plaindata import NotPlainData, from_tree, to_tree
 from .report import describe
@@ -42,7 +42,16 @@ class ResultNotPlainData(Exception):
 
 
 class _ProgramGone(BaseException):
-    """The program process died or broke the protocol during a call: stop without a verdict."""
+    """The program process died (``abuse=False``: stop without a verdict, the fork server tells
+    why) or broke the protocol (``abuse=True``: the program wrote junk into the channel)."""
+
+    def __init__(self, message: str, abuse: bool = False) -> None:
+        super().__init__(message)
+        self.abuse = abuse
+
+
+_ABUSE = {"error_type": "ResultChannelAbuse",
+          "error_message": "the program wrote something that is not the protocol's into the judge's channel"}
 
 
 class _Link:
@@ -56,10 +65,14 @@ class _Link:
         try:
             self.channel.send(json.dumps(request, allow_nan=True).encode("utf-8", "surrogatepass"))
             reply = json.loads(self.channel.recv())
-        except (ChannelClosed, ValueError, UnicodeDecodeError) as exc:
+        except ChannelAbuse as exc:
+            raise _ProgramGone(str(exc), abuse=True) from None
+        except ChannelClosed as exc:
             raise _ProgramGone(str(exc)) from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _ProgramGone(str(exc), abuse=True) from None
         if type(reply) is not dict:
-            raise _ProgramGone("malformed reply")
+            raise _ProgramGone("malformed reply", abuse=True)
         cpu = reply.get("c")
         if type(cpu) is float and cpu > 0:
             self.cpu += cpu
@@ -202,7 +215,7 @@ def _apply_changes(args: tuple[Any, ...], kwargs: dict[str, Any], changed: list[
 
 def _remote_exception(info: Any) -> BaseException:
     if type(info) is not list or len(info) != 4 or not all(type(x) is str for x in info):
-        return _ProgramGone("malformed exception")
+        return _ProgramGone("malformed exception", abuse=True)
     name, base_name, message, tb = info
     base = _PRISTINE_BUILTINS.get(base_name)
     if not (isinstance(base, type) and issubclass(base, BaseException)) or base in (_ProgramGone,):
@@ -233,10 +246,14 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
     setup_code, compiled = _load_compiled(payload, indices) or _compile_tests(payload, indices, emit, finish, limit)
     try:
         loaded = json.loads(link.channel.recv())
-    except (ChannelClosed, ValueError):
+        if type(loaded) is not dict:
+            raise ValueError("not a message of the protocol")
+    except ChannelAbuse:
+        loaded = {"error": _ABUSE}
+    except ChannelClosed:
         os._exit(0)  # the program process died while loading: the fork server says why
-    if type(loaded) is not dict:
-        os._exit(0)
+    except (ValueError, UnicodeDecodeError):
+        loaded = {"error": _ABUSE}
     if "compile" in loaded:
         emit(P.REC_COMPILE, -1, False, {"error": str(loaded["compile"])[: 4 * limit]})
         finish()
@@ -250,7 +267,10 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
     sys.stdout, sys.stderr = BoundedText(limit, hard), BoundedText(limit, hard)
     try:
         exec(setup_code, test_ns)  # noqa: S102
-    except _ProgramGone:
+    except _ProgramGone as gone:
+        if gone.abuse:
+            emit(P.REC_SETUP, -1, False, dict(_ABUSE))
+            finish()
         os._exit(0)
     except BaseException as exc:  # noqa: BLE001
         emit(P.REC_SETUP, -1, False, describe(exc, limit))
@@ -271,7 +291,9 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
         try:
             exec(code, test_ns)  # noqa: S102
             passed = True
-        except _ProgramGone:
+        except _ProgramGone as gone:
+            if gone.abuse:  # this test fails; the fork server re-runs the others in fresh processes
+                emit(P.REC_RESULT, index, False, dict(_ABUSE))
             os._exit(0)
         except BaseException as exc:  # noqa: BLE001
             info = describe(exc, limit)

@@ -134,6 +134,7 @@ class ForkServer:
         runner_settings = {
             "uid": self.run_uid,
             "gid": self.run_gid,
+            "judge_uid": int(settings.get("judge_uid", 65533)) if drop else None,
             "drop_capabilities": not drop and bool(report["user_ns"]),
         }
         self.fatal = self._self_test(needed, runner_settings)
@@ -144,7 +145,7 @@ class ForkServer:
                           block_network=bool(settings["block_network"]))
         # The clean fork point, taken before any job: every job process is forked from it.
         self.zygote = Zygote(child_main)
-        self.supervisor = Supervisor(is_pid1=is_pid1, zygote=self.zygote)
+        self.supervisor = Supervisor(is_pid1=is_pid1, zygote=self.zygote, judge_uid=runner_settings["judge_uid"])
         # Jobs running as another user cannot write to the (root-owned) hidden-path masks.
         wipe_all = self.run_uid is None
         self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir,

@@ -84,8 +84,9 @@ class _Watch:
 class Supervisor:
     """Runs job processes for one fork server."""
 
-    def __init__(self, *, is_pid1: bool, zygote: Any) -> None:
+    def __init__(self, *, is_pid1: bool, zygote: Any, judge_uid: int | None = None) -> None:
         self.is_pid1 = is_pid1
+        self.judge_uid = judge_uid  # the judge's uid (another than the program's: no signals, no ptrace)
         self.zygote = zygote  # forks the job processes (see .zygote)
         self._unreaped: list[int] = []  # job processes that reported everything but may still run
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)  # the stdin of most runs
@@ -163,7 +164,8 @@ class Supervisor:
 
     def _command(self, spec: RunSpec, role: str, pgid: int) -> dict[str, Any]:
         c = spec.child
-        return {"role": role, "job_dir": c.job_dir, "rlimits": c.rlimits, "uid": c.uid, "gid": c.gid,
+        uid = self.judge_uid if role == "judge" and self.judge_uid is not None and c.uid is not None else c.uid
+        return {"role": role, "job_dir": c.job_dir, "rlimits": c.rlimits, "uid": uid, "gid": c.gid,
                 "drop_caps": c.drop_capabilities, "pdeath": c.parent_death_signal, "pgid": pgid,
                 "new_ipc": role != "judge"}
 
