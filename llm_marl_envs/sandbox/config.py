@@ -31,6 +31,18 @@ DEFAULT_PRELOAD: tuple[str, ...] = (
     "re", "string", "typing",
 )
 
+# The host paths jobs may read (with a mount namespace): what the interpreter, the C library
+# and site-packages need. Every other top-level directory, and every other entry of /etc, is
+# hidden behind an empty tmpfs; Python's own directories (prefix, sys.path) are always
+# re-exposed, read-only, wherever they are.
+DEFAULT_READABLE: tuple[str, ...] = (
+    "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/dev", "/proc", "/sys",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
+    "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
+    "/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/mime.types", "/etc/ssl", "/etc/ca-certificates",
+    "/etc/ca-certificates.conf", "/etc/os-release", "/etc/alternatives", "/etc/fonts", "/etc/matplotlibrc",
+)
+
 _IO_COMPARE_MODES = ("exact", "lines", "tokens")
 
 
@@ -57,7 +69,8 @@ class SandboxConfig:
         judge of assert tests runs as ``judge_uid`` with the same gid, so the program cannot
         signal, trace or read it),
         guard (in-interpreter guard), block_network (interpreter-level socket block, in addition
-        to the network namespace), allow_subprocesses, private_dirs, hidden_paths, env
+        to the network namespace), allow_subprocesses, private_dirs, hidden_paths,
+        readable_paths (the allow-list of host paths jobs may read; see DEFAULT_READABLE), env
         (the complete environment of job processes), tmp_root (job directories when no
         private /tmp is available).
     Pool: workers (default: CPUs available to this process), pin_workers (each fork server and
@@ -91,6 +104,7 @@ class SandboxConfig:
     allow_subprocesses: bool = False
     private_dirs: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
     hidden_paths: tuple[str, ...] = ("/root", "/home")
+    readable_paths: tuple[str, ...] = DEFAULT_READABLE
     env: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ENV))
     tmp_root: str | None = None
     workers: int | None = None
@@ -177,6 +191,7 @@ class SandboxConfig:
             "judge_uid": self.judge_uid,
             "private_dirs": list(self.private_dirs),
             "hidden_paths": list(self.hidden_paths),
+            "readable_paths": list(self.readable_paths),
             "tmpfs_size_mb": self.tmpfs_size_mb,
             "tmp_root": self.tmp_root or tempfile.gettempdir(),
             "env": dict(self.env),
@@ -187,4 +202,4 @@ class SandboxConfig:
         }
 
 
-__all__ = ["DEFAULT_ENV", "DEFAULT_PRELOAD", "SandboxConfig", "SandboxError"]
+__all__ = ["DEFAULT_ENV", "DEFAULT_PRELOAD", "DEFAULT_READABLE", "SandboxConfig", "SandboxError"]

@@ -101,6 +101,7 @@ class ForkServer:
             self.view = setup_fs_view(
                 private_dirs=list(settings["private_dirs"]),
                 hidden_paths=list(settings["hidden_paths"]),
+                readable_paths=settings.get("readable_paths"),
                 needed_paths=needed,
                 run_uid=os.getuid() if self.run_uid is None else self.run_uid,
                 run_gid=os.getgid() if self.run_gid is None else self.run_gid,

@@ -167,7 +167,7 @@ class Supervisor:
         uid = self.judge_uid if role == "judge" and self.judge_uid is not None and c.uid is not None else c.uid
         return {"role": role, "job_dir": c.job_dir, "rlimits": c.rlimits, "uid": uid, "gid": c.gid,
                 "drop_caps": c.drop_capabilities, "pdeath": c.parent_death_signal, "pgid": pgid,
-                "new_ipc": role != "judge"}
+                "new_ipc": role != "judge" and not os.environ.get("SBX_NO_IPC")}
 
     def _end_helper(self, pid: int, result: RunResult, judged: bool) -> None:
         """After the judge: end the program process; if it died first, its exit explains the run."""
