@@ -73,7 +73,7 @@ class SandboxConfig:
         readable_paths (the allow-list of host paths jobs may read; see DEFAULT_READABLE), env
         (the complete environment of job processes), tmp_root (job directories when no
         private /tmp is available).
-    Pool: workers (default: CPUs available to this process), pin_workers (each fork server and
+    Pool: workers (default: two per CPU available to this process), pin_workers (each fork server and
         its jobs on one CPU; default: when the workers cover the CPUs evenly), preload_modules,
         infra_retries (re-runs of a job on a fresh worker after an infrastructure failure),
         raise_on_infra_error (raise SandboxError instead of returning a flagged result),
@@ -135,12 +135,14 @@ class SandboxConfig:
 
     @property
     def pool_size(self) -> int:
+        """``workers``, or two per CPU available: a job's judge and program processes wait for
+        each other, and a second worker on the CPU runs meanwhile."""
         if self.workers is not None:
             return self.workers
         try:
-            return max(1, len(os.sched_getaffinity(0)))
+            return 2 * max(1, len(os.sched_getaffinity(0)))
         except (AttributeError, OSError):  # pragma: no cover - not Linux
-            return max(1, os.cpu_count() or 1)
+            return 2 * max(1, os.cpu_count() or 1)
 
     def worker_cpu(self, index: int, allowed: list[int] | None = None) -> int | None:
         """The CPU that fork server ``index`` (and every job it runs) is pinned to; None: not pinned.

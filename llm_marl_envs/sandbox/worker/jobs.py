@@ -105,6 +105,8 @@ class JobRunner:
             run = self.supervisor.run(self._spec(job, "assert", pending, job_dir, timeout, state))
             if run.infra_error:
                 state.infra_error = run.infra_error
+                if not run.ready and run.stderr:  # what the program process said while being set up
+                    state.infra_error += ": " + run.stderr[-2000:].decode("utf-8", "replace")
                 return
             if first:
                 state.set_program_output(run)

@@ -20,12 +20,14 @@ then tells why from the program process's exit status (time-out, crash, memory).
 
 from __future__ import annotations
 
+import collections
 import importlib
 import io
 import json
 import os
 import sys
 import time
+import types
 from typing import Any, NoReturn
 
 from . import protocol as P
@@ -55,15 +57,58 @@ _ABUSE = {"error_type": "ResultChannelAbuse",
 
 
 class _Link:
-    """The judge's end of the socket pair; counts the program's output and CPU per test."""
+    """The judge's end of the socket pair; counts the program's output and CPU per test.
 
-    def __init__(self, fd: int) -> None:
-        self.channel = Channel(fd)
+    ``pending``: the planned calls (..callplan) whose replies are on their way, as
+    ``(test index, global name, args, kwargs)``; the test running now is ``current``.
+    """
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
         self.cpu = 0.0
+        self.pending: collections.deque[tuple[int, str, Any, Any]] = collections.deque()
+        self.current = -1
+        self.prefetch = True
 
-    def ask(self, request: dict[str, Any]) -> Any:
+    def send(self, request: dict[str, Any]) -> None:
         try:
             self.channel.send(json.dumps(request, allow_nan=True).encode("utf-8", "surrogatepass"))
+        except ChannelClosed as exc:
+            raise _ProgramGone(str(exc)) from None
+
+    def ask(self, request: dict[str, Any]) -> Any:
+        self.send(request)
+        return self.receive()
+
+    def planned(self, name: str, args: Any, kwargs: Any) -> bool:
+        """Whether the next planned call is this one (then its reply is the next to receive)."""
+        if not self.pending:
+            return False
+        test, planned_name, planned_args, planned_kwargs = self.pending[0]
+        if test == self.current and planned_name == name and planned_args == args and planned_kwargs == kwargs:
+            self.pending.popleft()
+            return True
+        self.abandon()
+        return False
+
+    def abandon(self) -> None:
+        """Not the planned call: receive (and drop) the rest of the batch; live calls from now on."""
+        self.prefetch = False
+        self.skip_until(None)
+
+    def skip_until(self, test: int | None) -> None:
+        """Drop the replies of planned calls (of tests before ``test``; None: all) not made."""
+        while self.pending and (test is None or self.pending[0][0] < test):
+            self.pending.popleft()
+            try:
+                self.receive()
+            except _ProgramGone:
+                raise
+            except BaseException:  # noqa: BLE001 - the program's exception, for a call not made
+                pass
+
+    def receive(self) -> Any:
+        try:
             reply = json.loads(self.channel.recv())
         except ChannelAbuse as exc:
             raise _ProgramGone(str(exc), abuse=True) from None
@@ -73,6 +118,8 @@ class _Link:
             raise _ProgramGone(str(exc), abuse=True) from None
         if type(reply) is not dict:
             raise _ProgramGone("malformed reply", abuse=True)
+        if "skip" in reply:
+            return None, None
         cpu = reply.get("c")
         if type(cpu) is float and cpu > 0:
             self.cpu += cpu
@@ -127,7 +174,12 @@ class Remote:
                        "k": to_tree(kwargs, _target_tree)}
         except NotPlainData as exc:
             raise TypeError(f"cannot pass this argument to the program: {exc}") from None
-        value, changed = self._sbx_link.ask(request)
+        link = self._sbx_link
+        ref = self._sbx_ref
+        if link.pending and "g" in ref and link.planned(ref["g"], request["a"], request["k"]):
+            value, changed = link.receive()
+        else:
+            value, changed = link.ask(request)
         if type(changed) is list:
             _apply_changes(args, kwargs, changed, self._sbx_link._deref)
         return value
@@ -233,7 +285,13 @@ def _remote_exception(info: Any) -> BaseException:
 def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
     """Entry point in the confined judge process (never returns)."""
     emit, finish = _reporter(payload["nonce"], RESULT_FD, os.write, os.close, os._exit, time.monotonic, json.dumps)
-    link = _Link(fd)
+    judge(payload, Channel(fd), emit, finish, os._exit)
+
+
+def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: Any) -> NoReturn:
+    """Run the set-up and tests of ``payload`` against the program at the other end of
+    ``channel``; ``stop()`` ends without a verdict (the program process died)."""
+    link = _Link(channel)
     limit = int(payload["limits"]["report_chars"])
     hard = int(payload["limits"]["output_bytes"])
     indices = list(payload["indices"])
@@ -241,7 +299,7 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
         link.channel.recv()  # the program process is confined: what it sends from now on is the program's
     except ChannelClosed:
         emit("infra", -1, False, {"error": "the program process could not be set up"})
-        os._exit(0)
+        stop(0)
     emit(P.REC_READY, -1, True, {})
     setup_code, compiled = _load_compiled(payload, indices) or _compile_tests(payload, indices, emit, finish, limit)
     try:
@@ -251,7 +309,7 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
     except ChannelAbuse:
         loaded = {"error": _ABUSE}
     except ChannelClosed:
-        os._exit(0)  # the program process died while loading: the fork server says why
+        stop(0)  # the program process died while loading: the fork server says why
     except (ValueError, UnicodeDecodeError):
         loaded = {"error": _ABUSE}
     if "compile" in loaded:
@@ -271,7 +329,7 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
         if gone.abuse:
             emit(P.REC_SETUP, -1, False, dict(_ABUSE))
             finish()
-        os._exit(0)
+        stop(0)
     except BaseException as exc:  # noqa: BLE001
         emit(P.REC_SETUP, -1, False, describe(exc, limit))
         finish()
@@ -281,7 +339,12 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
                 del test_ns[name]  # the program's own `abs`, `len`, ... never reach the tests
     emit(P.REC_SETUP, -1, True, {}, now=False)
     clock, cpu = time.perf_counter, time.process_time
-    for index, code in compiled:
+    plans = payload.get("plans") if type(payload.get("plans")) is list else None
+    for position, (index, code) in enumerate(compiled):
+        link.skip_until(index)
+        link.current = index
+        if plans is not None and link.prefetch and not link.pending:
+            _send_batch(link, plans, compiled[position:], test_ns)
         emit(P.REC_BEGIN, index, True, {})
         out, err = BoundedText(limit, hard), BoundedText(limit, hard)
         sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
@@ -294,7 +357,7 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
         except _ProgramGone as gone:
             if gone.abuse:  # this test fails; the fork server re-runs the others in fresh processes
                 emit(P.REC_RESULT, index, False, dict(_ABUSE))
-            os._exit(0)
+            stop(0)
         except BaseException as exc:  # noqa: BLE001
             info = describe(exc, limit)
         wall, used = clock() - t0, cpu() - c0 + link.cpu
@@ -307,6 +370,52 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
         info.update(stdout=out.getvalue(), stderr=err.getvalue(), wall_time_s=wall, cpu_time_s=used)
         emit(P.REC_RESULT, index, passed, info, now=False)
     finish()
+
+
+def _send_batch(link: _Link, plans: list[Any], upcoming: list[tuple[int, Any]], ns: dict[str, Any]) -> None:
+    """Ask the program process, in one message, for the planned calls of the next tests."""
+    groups: list[list[Any]] = []
+    assigned: set[str] = set()
+    for index, _code in upcoming:
+        plan = plans[index] if index < len(plans) else None
+        calls = _resolve(plan, ns, assigned)
+        if calls is None:
+            break
+        groups.append(calls)
+        link.pending.extend((index, name, args, kwargs) for name, args, kwargs in calls)
+        assigned.update(plan["stores"])
+    if link.pending:
+        link.send({"op": "batch", "groups": groups})
+
+
+def _resolve(plan: Any, ns: dict[str, Any], assigned: set[str]) -> list[list[Any]] | None:
+    """The program's calls of a plan, by global name; None if the test is not plannable here."""
+    if type(plan) is not dict:
+        return None
+    for name in plan["names"]:
+        if name in assigned or not _inert(ns.get(name, _PRISTINE_BUILTINS.get(name))):
+            return None
+    calls = []
+    for name, args, kwargs in plan["calls"]:
+        if name in assigned:
+            return None
+        value = ns.get(name, _PRISTINE_BUILTINS.get(name))
+        if isinstance(value, Remote) and "g" in value._sbx_ref:
+            calls.append([value._sbx_ref["g"], args, kwargs])
+        elif not _inert(value):
+            return None
+    return calls
+
+
+_BUILTIN_IDS = frozenset(id(v) for v in _PRISTINE_BUILTINS.values())
+
+
+def _inert(value: Any) -> bool:
+    """Cannot call the program when used (a builtin, a module, plain data, nothing)."""
+    if isinstance(value, Remote):
+        return False
+    return (value is None or id(value) in _BUILTIN_IDS or isinstance(value, types.ModuleType)
+            or not callable(value))
 
 
 def _clean_info(info: Any, limit: int, timing_only: bool = False) -> dict[str, Any]:

@@ -92,30 +92,59 @@ def _names(namespace: dict[str, Any]) -> dict[str, list[Any]]:
 
 
 def _serve(channel: Channel, namespace: dict[str, Any], limit: int, hard: int, dumps, cpu) -> None:  # noqa: ANN001
-    handles: list[Any] = []
-
-    def ref(obj: Any) -> dict[str, int]:
-        handles.append(obj)
-        return {"h": len(handles) - 1}
-
-    def deref(tag: str, data: Any) -> Any:
-        if tag == "h" and type(data) is int and 0 <= data < len(handles):
-            return handles[data]
-        if tag == "g" and type(data) is str and data in namespace:
-            return namespace[data]
-        raise NotPlainData(f"unknown reference {tag}:{data!r}")
-
+    responder = Responder(namespace, limit, hard, dumps, cpu)
     loads = json.loads
     while True:
         try:
             request = loads(channel.recv())
         except ChannelClosed:
             return
-        out, err = BoundedText(limit, hard), BoundedText(limit, hard)
+        for text in responder.handle(request):
+            _send(channel, text)
+
+
+class Responder:
+    """Answers the judge's requests on the program's namespace (one reply per call)."""
+
+    def __init__(self, namespace: dict[str, Any], limit: int, hard: int, dumps, cpu) -> None:  # noqa: ANN001
+        self.namespace, self.limit, self.hard, self.dumps, self.cpu = namespace, limit, hard, dumps, cpu
+        self.handles: list[Any] = []
+
+    def ref(self, obj: Any) -> dict[str, int]:
+        self.handles.append(obj)
+        return {"h": len(self.handles) - 1}
+
+    def deref(self, tag: str, data: Any) -> Any:
+        if tag == "h" and type(data) is int and 0 <= data < len(self.handles):
+            return self.handles[data]
+        if tag == "g" and type(data) is str and data in self.namespace:
+            return self.namespace[data]
+        raise NotPlainData(f"unknown reference {tag}:{data!r}")
+
+    def handle(self, request: dict[str, Any]) -> list[str]:
+        if request.get("op") != "batch":
+            return [self.respond(request)]
+        # Planned calls (see ..callplan): one reply each, in order; after a call that raises,
+        # the rest of its test's calls are not made (as the test itself would not make them).
+        replies = []
+        for group in request["groups"]:
+            failed = False
+            for name, args, kwargs in group:
+                if failed:
+                    replies.append('{"skip":1}')
+                    continue
+                text = self.respond({"op": "call", "t": {"g": name}, "a": args, "k": kwargs})
+                failed = text.startswith('{"x"')
+                replies.append(text)
+        return replies
+
+    def respond(self, request: dict[str, Any]) -> str:
+        limit, dumps, cpu = self.limit, self.dumps, self.cpu
+        out, err = BoundedText(limit, self.hard), BoundedText(limit, self.hard)
         sys.stdout, sys.stderr = out, err
         started = cpu()
         try:
-            reply = _answer(request, deref, ref)
+            reply = _answer(request, self.deref, self.ref)
         except BaseException as exc:  # noqa: BLE001 - the program raised (or exited)
             reply = {"x": _exception(exc, limit)}
         _flush(out, err)
@@ -123,11 +152,10 @@ def _serve(channel: Channel, namespace: dict[str, Any], limit: int, hard: int, d
             text = dumps(reply)
         except BaseException as exc:  # noqa: BLE001 - e.g. a str subclass slipped through
             text = dumps({"x": _exception(exc, limit)})
-        reply_cpu = cpu() - started
-        extra = ""
+        extra = f',"c":{cpu() - started!r}'
         if out.total or err.total:
-            extra = "," + dumps({"o": [out.getvalue(), out.total, err.getvalue(), err.total]})[1:-1]
-        _send(channel, text[:-1] + f',"c":{reply_cpu!r}' + extra + "}")
+            extra += "," + dumps({"o": [out.getvalue(), out.total, err.getvalue(), err.total]})[1:-1]
+        return text[:-1] + extra + "}"
 
 
 def _answer(request: dict[str, Any], deref: Any, ref: Any) -> dict[str, Any]:

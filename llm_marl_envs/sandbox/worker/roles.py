@@ -36,6 +36,11 @@ def child_main(command: dict[str, Any], fds: list[int]) -> NoReturn:  # pragma: 
         confine(spec)
         os.close(PAYLOAD_FD)
     except BaseException:  # noqa: BLE001
+        if role == "program":  # (no result pipe: the judge reports the failure, with this)
+            try:
+                os.write(fds[2], traceback.format_exc(limit=5)[-2000:].encode())
+            except OSError:
+                pass
         _infra(payload.get("nonce"), fds[3] if len(fds) > 3 else -1)
     if role == "judge":
         run_judge_process(payload, PAYLOAD_FD + 1)

@@ -3,9 +3,12 @@
 Installed by every job process after its confinement (:mod:`.child`), inherited by all it
 forks, and irrevocable. It refuses (``EPERM``):
 
-* memory that RLIMIT_AS does not count: ``memfd_create``, ``memfd_secret``, SysV ``shmget``
-  and ``msgget`` (SysV semaphores are tiny and stay allowed; each program process also has
-  a fresh IPC namespace);
+* memory that RLIMIT_AS does not count, and objects that would outlive the job:
+  ``memfd_create``, ``memfd_secret``, and every SysV and POSIX IPC object (``shmget``,
+  ``msgget``, ``semget``, ``mq_open``), so the worker's IPC namespace never holds anything of
+  a job (a fresh IPC namespace per job cost 8-15 ms per job on the 2-core VM: the kernel
+  tears the previous one down; see docs/sandbox.md). POSIX semaphores and shared memory
+  (``multiprocessing``) are files in the private, size-limited ``/dev/shm``, wiped after each job;
 * more CPU than the worker's share: ``setsid`` (every session gets its own scheduler
   autogroup, i.e. its own CPU share) and ``sched_setaffinity`` (leaving the worker's CPU);
 * ways around the namespaces and other processes: ``unshare``, ``setns``, ``clone`` with any
@@ -29,7 +32,8 @@ import struct
 
 _ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X86_64 = {
-    "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "setsid": 112,
+    "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "semget": 64, "mq_open": 240,
+    "setsid": 112,
     "sched_setaffinity": 203, "unshare": 272, "setns": 308, "mount": 165, "umount2": 166,
     "pivot_root": 155, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
     "pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
@@ -39,7 +43,8 @@ _X86_64 = {
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442, "chroot": 161,
 }
 _AARCH64 = {
-    "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "setsid": 157,
+    "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "semget": 190, "mq_open": 180,
+    "setsid": 157,
     "sched_setaffinity": 122, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39,
     "pivot_root": 41, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
     "pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,

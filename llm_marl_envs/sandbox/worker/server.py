@@ -23,7 +23,7 @@ import traceback
 import types
 from typing import Any
 
-from . import linux
+from . import linux, warmup
 from . import protocol as P
 from .child import RESULT_FD, ChildSpec, confine
 from .fsview import FsView, python_paths, remove_path, setup_fs_view
@@ -128,6 +128,7 @@ class ForkServer:
         from . import harness
 
         harness.warm_up()
+        warmup.warm_up()  # the judge and the program side, likewise
         gc.collect()
         gc.freeze()  # keep the warm heap out of the children's garbage collections (less copy-on-write)
         linux.trim_heap()

@@ -123,23 +123,19 @@ class Supervisor:
                 judge_end, program_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
                 mine += [judge_end.detach(), program_end.detach()]
                 judge_payload = _memfd({"nonce": nonce, "setup": spec.job.get("setup") or "",
-                                        "tests": spec.job["tests"], "compiled": spec.job.get("compiled"),
+                                        "tests": spec.job["tests"], "compiled": spec.job.get("compiled"), "plans": spec.job.get("plans"),
                                         "limits": spec.job["limits"], "indices": spec.indices})
                 program_payload = _memfd({"program": spec.job["program"], "limits": spec.job["limits"]})
                 mine += [judge_payload, program_payload]
-                pid = self.zygote.spawn(self._command(spec, "judge", 0),
-                                        [self._devnull, self._devnull, self._devnull, res_w, judge_payload, mine[3]])
-                try:
-                    REAL.setpgid(pid, pid)  # (it does so itself too): the program process joins its group
-                except OSError:
-                    pass
-                helper = self.zygote.spawn(self._command(spec, "program", pid),
-                                           [self._devnull, out_w, err_w, mine[4], program_payload])
+                pid, helper = self.zygote.spawn(
+                    (self._command(spec, "judge"), [self._devnull, self._devnull, self._devnull, res_w,
+                                                    judge_payload, mine[3]]),
+                    (self._command(spec, "program"), [self._devnull, out_w, err_w, mine[4], program_payload]))
             else:
                 payload = _memfd({"program": spec.job["program"], "limits": spec.job["limits"], "nonce": nonce,
                                   "index": spec.indices[0]})
                 mine.append(payload)
-                pid = self.zygote.spawn(self._command(spec, "io", 0), [stdin_fd, out_w, err_w, res_w, payload])
+                (pid,) = self.zygote.spawn((self._command(spec, "io"), [stdin_fd, out_w, err_w, res_w, payload]))
         except BaseException:
             for fd in (res_r, out_r, err_r):
                 os.close(fd)
@@ -162,12 +158,12 @@ class Supervisor:
         result.memory_limit_bytes = int(spec.child.rlimits.get("address_space_bytes", 0))
         return result
 
-    def _command(self, spec: RunSpec, role: str, pgid: int) -> dict[str, Any]:
+    def _command(self, spec: RunSpec, role: str) -> dict[str, Any]:
         c = spec.child
         uid = self.judge_uid if role == "judge" and self.judge_uid is not None and c.uid is not None else c.uid
         return {"role": role, "job_dir": c.job_dir, "rlimits": c.rlimits, "uid": uid, "gid": c.gid,
-                "drop_caps": c.drop_capabilities, "pdeath": c.parent_death_signal, "pgid": pgid,
-                "new_ipc": role != "judge" and not os.environ.get("SBX_NO_IPC")}
+                "drop_caps": c.drop_capabilities, "pdeath": c.parent_death_signal, "pgid": 0,
+                "new_ipc": False}  # (IPC objects are refused by the seccomp filter: see .seccomp)
 
     def _end_helper(self, pid: int, result: RunResult, judged: bool) -> None:
         """After the judge: end the program process; if it died first, its exit explains the run."""
@@ -251,17 +247,20 @@ class Supervisor:
         finally:
             if pidfd is not None:
                 os.close(pidfd)
+            judged = False
             if helper is not None:
                 if exited:
                     reader.drain()  # the judge is gone: all its records are in the pipe
-                self._end_helper(helper, result, judged=finished or result.active == "done")
+                judged = result.active == "done" and result.killed is None
+                self._end_helper(helper, result, judged=judged)
             if finished and not exited:
                 self._unreaped.append(pid)  # reaped by finish(), after the reply
             else:
                 if not exited:
                     self._kill(pid, result, result.killed or "timeout")
                     _, result.status, rusage = os.wait4(pid, 0)
-                self.kill_leftovers(pid)
+                if not judged:  # (judged: the program process is killed, and the rest, by finish())
+                    self.kill_leftovers(pid)
         # The pipes hold all the job wrote before its final record (and, if it is dead, all
         # there will ever be). Output written later, by a leftover process, does not count.
         for fd, buf in outputs.items():
