@@ -331,3 +331,49 @@ def test_only_allow_listed_host_paths_are_readable(sandbox, host_file):
              AssertTest("assert readable('/etc/hostname') is False"),
              AssertTest("import json, os\nassert readable(os.__file__) and readable(json.__file__)")]
     assert _passed(sandbox.run(program, tests)) == [True, True, True], sandbox.isolation.get("notes")
+
+
+# -- planned calls (second use of a test set: compiled tests with call plans) ---------------------
+
+def test_planned_calls_keep_the_semantics(one_worker):
+    program = ("calls = []\n"
+               "def counted(x):\n    calls.append(x)\n    return len(calls)\n"
+               "def div(a, b):\n    return a / b\n"
+               "def pair(x):\n    return (x, [x])\n")
+    setup = "candidate = counted\n"
+    tests = [AssertTest("assert candidate(5) == 1"), AssertTest("assert counted(5) == 2"),
+             AssertTest("assert div(1, 0) == div(1, 1)"),  # raises: div(1, 1) is not called
+             AssertTest("assert div(1, 2) == 0.5 and pair(1) == (1, [1])"),  # BoolOp: live calls
+             AssertTest("r = pair(2)\nassert r == (2, [2]) and counted(0) == 3"),
+             AssertTest("assert pair(3) == [3, [3]]"), AssertTest("assert counted(1) == 4")]
+    expected = [True, True, False, True, True, False, True]
+    hits = one_worker.test_code_hits
+    for _ in range(3):  # first use: live calls; then compiled tests with plans
+        res = one_worker.run(program, tests, setup=setup)
+        assert _passed(res) == expected, [(t.name, t.error_type, t.error_message) for t in res.tests]
+        assert res.tests[2].error_type == "ZeroDivisionError"
+    assert one_worker.test_code_hits == hits + 2
+
+
+def test_planned_calls_cannot_be_answered_out_of_order(one_worker):
+    # A program that answers with the expected values in whatever order still only gives
+    # values: the judge compares each with its own expectation.
+    program = "answers = iter([2, 1])\ndef f(x):\n    return next(answers)\n"
+    tests = [AssertTest("assert f(1) == 1"), AssertTest("assert f(2) == 2")]
+    for _ in range(3):
+        assert _passed(one_worker.run(program, tests)) == [False, False]
+
+
+def test_plain_data_decoding_rejects_anything_else():
+    from llm_marl_envs.sandbox.worker import plaindata as pd
+
+    for value in [None, True, 1, -0.0, float("inf"), "x\udcff", b"\x00", bytearray(b"a"), 1 + 2j, (1, [2]),
+                  {(1, 2): {3}}, frozenset({1}), 10 ** 5000, -(10 ** 5000)]:
+        assert pd.decode(pd.encode(value)) == value and type(pd.decode(pd.encode(value))) is type(value)
+    for junk in ['{"x": 1}', '{"t": 1}', '{"d": [[[1], 2]]}', '{"c": ["a", 1]}', '{"b": "zz"}', "[1,", '{"t": [1], "s": [2]}']:
+        with pytest.raises(pd.NotPlainData):
+            pd.decode(junk)
+    class Liar(int):
+        pass
+    with pytest.raises(pd.NotPlainData):
+        pd.encode(Liar(1))

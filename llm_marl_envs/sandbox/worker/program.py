@@ -18,6 +18,7 @@ import os
 import sys
 import time
 import types
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from .channel import Channel, ChannelClosed
@@ -121,22 +122,22 @@ class Responder:
             return self.namespace[data]
         raise NotPlainData(f"unknown reference {tag}:{data!r}")
 
-    def handle(self, request: dict[str, Any]) -> list[str]:
+    def handle(self, request: dict[str, Any]) -> Iterator[str]:
+        """The replies to ``request``, each as soon as it is made (a batch: one per call)."""
         if request.get("op") != "batch":
-            return [self.respond(request)]
+            yield self.respond(request)
+            return
         # Planned calls (see ..callplan): one reply each, in order; after a call that raises,
         # the rest of its test's calls are not made (as the test itself would not make them).
-        replies = []
         for group in request["groups"]:
             failed = False
             for name, args, kwargs in group:
                 if failed:
-                    replies.append('{"skip":1}')
+                    yield '{"skip":1}'
                     continue
                 text = self.respond({"op": "call", "t": {"g": name}, "a": args, "k": kwargs})
                 failed = text.startswith('{"x"')
-                replies.append(text)
-        return replies
+                yield text
 
     def respond(self, request: dict[str, Any]) -> str:
         limit, dumps, cpu = self.limit, self.dumps, self.cpu
