@@ -64,7 +64,10 @@ def test_an_object_equal_to_everything_does_not_pass(sandbox):
              AssertTest("assert not (add(1, 1) != 2)")]
     res = sandbox.run(program, tests)
     assert _passed(res) == [False, False, False]
-    assert res.tests[0].error_type == "ResultNotPlainData"
+    assert res.tests[0].error_type == "AssertionError"  # the judge's own ==: equal only to itself
+    res = sandbox.run(program.replace("return Anything()", "return Anything()\ndef truthy():\n    return Anything()"),
+                      [AssertTest("assert truthy()")])
+    assert _passed(res) == [False] and res.tests[0].error_type == "ResultNotPlainData"
 
 
 def test_subclasses_of_builtin_types_are_not_trusted_either(sandbox):

@@ -8,10 +8,10 @@ only. So ``assert f(x) == y`` compares two objects of this process, with this pr
 ``==``: an object with a custom ``__eq__``, a patched builtin, a forged record, a rewritten
 small integer, anything the program does to its own process, cannot change what is decided
 here. A value that is not plain data stays in the program process; here it is a reference
-that can be called, iterated, indexed and printed, but never compared or tested for truth
-(:class:`ResultNotPlainData`). An exception raised by the program is raised here as a class
-named like the program's, derived from the same builtin exception, so ``except ValueError``
-in a test works as before.
+that can be called, iterated, indexed and printed; it is equal only to itself (the judge's
+identity comparison) and its truth is never tested (:class:`ResultNotPlainData`). An
+exception raised by the program is raised here as a class named like the program's, derived
+from the same builtin exception, so ``except ValueError`` in a test works as before.
 
 Records go to the fork server on the result pipe, as in :mod:`.harness`. If the program
 process dies during a call, this process exits without reporting the test: the fork server
@@ -216,17 +216,18 @@ class Remote:
         value = self._sbx_op("repr")
         return value if type(value) is str else ""
 
-    def _sbx_refuse(self, *_args: Any) -> Any:
-        raise ResultNotPlainData(
-            f"{self.__name__} is not plain data (builtin types only): the sandbox does not compare it "
-            "or test its truth, since that would run the program's own code")
-
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _sbx_refuse
+    # Comparisons and hashing are the judge's own, by identity (``object``'s): an object of the
+    # program is equal to nothing but itself, whatever its class says.
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
         if "g" in self._sbx_ref:  # a function or class of the program: true, as in Python
             return True
-        return self._sbx_refuse()
+        raise ResultNotPlainData(
+            f"{self.__name__} is not plain data (builtin types only): the sandbox does not test its "
+            "truth, since that would run the program's own __bool__")
 
 
 class _RemoteIterator:
