@@ -32,6 +32,7 @@ from .harness import PROGRAM_FILE
 from .jobs import JobRunner
 from .namespaces import enter_namespaces
 from .roles import child_main
+from .seccomp import build_filter
 from .supervisor import Supervisor
 from .zygote import Zygote
 
@@ -158,6 +159,9 @@ class ForkServer:
             "private_proc": self.view.proc_mounted,
             "hidden_paths": [m for m in self.view.masks if m not in self.view.private_dirs],
             "privileges_dropped": self.run_uid is not None,
+            "judge_uid": runner_settings["judge_uid"],
+            "seccomp": build_filter() is not None,
+            "readable_allow_list": bool(self.view.masks) and settings.get("readable_paths") is not None,
             "run_uid": os.getuid() if self.run_uid is None else self.run_uid,
             "run_gid": os.getgid() if self.run_gid is None else self.run_gid,
             "running_as_root": root,
