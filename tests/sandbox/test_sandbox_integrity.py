@@ -1,9 +1,10 @@
 """Programs that try to make a test report "passed" without solving it, or to read what they
 must not (their own tests, earlier jobs), or to keep resources beyond their job.
 
-Each test here failed on the sandbox before the trusted comparison (the tests are judged in
-a process the program cannot reach) and the per-job isolation were added: every hostile
-program below got full marks, or found what it looked for, or kept what it made.
+Each attack test here failed on the sandbox before the trusted comparison (the tests are
+judged in a process the program cannot reach) and the per-job isolation were added: every
+hostile program below got full marks, or found what it looked for, or kept what it made.
+The semantics tests (honest programs, planned calls) pass on both.
 """
 
 from __future__ import annotations
