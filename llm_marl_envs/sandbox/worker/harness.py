@@ -1,23 +1,17 @@
-"""The test harness inside a job process: runs the program, then the setup and the tests.
-
-Runs in the confined child after :mod:`.child` and :mod:`.guard`. Results are written as
-nonce-tagged records (see :mod:`.protocol`) to a dedicated pipe, never to stdout. Every
-function and object the harness needs after the program starts running is bound to a local
-variable first, so a program that patches ``builtins``, ``os``, ``json``, ``sys.exit`` or
-this module does not change what is reported. A test passes only if the harness itself
-reaches the line after ``exec`` of that test's code.
-
-Assert mode (HumanEval / MBPP style): the program is executed once as module ``solution``;
-the setup code and the tests then run in a *copy* of its namespace in which the program's
-own bindings of builtin names (e.g. a global ``abs``) are removed and ``__builtins__`` is
-a pristine copy, and in which the setup is executed after the program, so a program-defined
-``check`` or ``candidate`` is overwritten. Each test gets its own stdout/stderr buffers.
-The set-up and the tests arrive compiled when the caller has seen the test set before
-(``..testcode``); they are loaded before the program runs, and compiled here otherwise.
+"""The I/O-mode harness of a job process, and the pieces the judge and the program side share.
 
 I/O mode (APPS / CodeContests style): the program runs as ``__main__`` with the test's
-stdin on fd 0; stdout/stderr go to pipes the fork server reads. The comparison with the
-expected output is done by the caller, not here.
+stdin on fd 0; stdout/stderr go to pipes the fork server reads; the comparison with the
+expected output is done by the caller, not here. Results are nonce-tagged records (see
+:mod:`.protocol`) on a dedicated pipe, never stdout; the functions used after the program
+starts are bound first, so patching ``builtins``, ``os``, ``json`` or ``sys.exit`` does not
+change what is reported (and the exit status the fork server sees is the program's).
+
+Assert mode is split between two processes: :mod:`.judge` (set-up and tests) and
+:mod:`.program` (the program). They share what is here: :class:`BoundedText` (captured
+output), compiling with source lines for tracebacks, loading the set-up and tests compiled
+by the caller (``..testcode``) or compiling them (:func:`_compile_tests`), the record writer
+(:func:`_reporter`), and the pristine builtins captured before any job.
 """
 
 from __future__ import annotations
