@@ -381,3 +381,33 @@ def test_plain_data_decoding_rejects_anything_else():
         pass
     with pytest.raises(pd.NotPlainData):
         pd.encode(Liar(1))
+
+
+def test_a_dead_zygote_means_a_fresh_worker_not_a_wrong_answer():
+    import signal
+    import time
+
+    from .conftest import processes_named
+
+    with Sandbox(small_config(workers=1)) as sb:
+        assert _passed(sb.run("def f():\n    return 1\n", [AssertTest("assert f() == 1")])) == [True]
+        before = set(processes_named("sbx-zygote"))
+        zygotes = [pid for pid in before if os.getppid() != pid and _under(pid, sb.worker_pids())]
+        assert len(zygotes) == 1
+        os.kill(zygotes[0], signal.SIGKILL)
+        time.sleep(0.05)
+        res = sb.run("def f():\n    return 1\n", [AssertTest("assert f() == 1")])
+        assert _passed(res) == [True]  # retried on a fresh worker (infra_retries)
+
+
+def _under(pid: int, roots: list[int]) -> bool:
+    """Whether ``pid`` descends from one of ``roots``."""
+    while pid > 1:
+        if pid in roots:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return False
+    return False

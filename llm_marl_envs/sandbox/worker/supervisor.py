@@ -44,6 +44,7 @@ from .procs import (
     try_reap,
 )
 from .records import PIPE_BYTES, RecordReader, RunResult
+from .zygote import ZygoteGone
 
 INFRA_EXIT_CODE = 121  # a job process that could not be set up exits with this
 _F_SETPIPE_SZ = 1031
@@ -136,9 +137,11 @@ class Supervisor:
                                   "index": spec.indices[0]})
                 mine.append(payload)
                 (pid,) = self.zygote.spawn((self._command(spec, "io"), [stdin_fd, out_w, err_w, res_w, payload]))
-        except BaseException:
+        except BaseException as exc:
             for fd in (res_r, out_r, err_r):
                 os.close(fd)
+            if isinstance(exc, ZygoteGone):
+                os._exit(5)  # no job can be forked any more: the caller starts a fresh worker
             raise
         finally:
             for fd in mine:
