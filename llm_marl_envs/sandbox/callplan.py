@@ -60,7 +60,10 @@ def plan_test(source: str) -> dict[str, Any] | None:
         else:
             return None
         for node in nodes:
-            if not _walk(node, calls, names):
+            try:
+                if not _walk(node, calls, names):
+                    return None
+            except RecursionError:  # (compile() accepted it; a plan is only an optimisation)
                 return None
     return {"calls": calls, "names": sorted(names), "stores": sorted(stores)}
 
