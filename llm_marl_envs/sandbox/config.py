@@ -31,6 +31,18 @@ DEFAULT_PRELOAD: tuple[str, ...] = (
     "re", "string", "typing",
 )
 
+# The host paths jobs may read (with a mount namespace): what the interpreter, the C library
+# and site-packages need. Every other top-level directory, and every other entry of /etc, is
+# hidden behind an empty tmpfs; Python's own directories (prefix, sys.path) are always
+# re-exposed, read-only, wherever they are.
+DEFAULT_READABLE: tuple[str, ...] = (
+    "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/dev", "/proc", "/sys",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
+    "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
+    "/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/mime.types", "/etc/ssl", "/etc/ca-certificates",
+    "/etc/ca-certificates.conf", "/etc/os-release", "/etc/alternatives", "/etc/fonts", "/etc/matplotlibrc",
+)
+
 _IO_COMPARE_MODES = ("exact", "lines", "tokens")
 
 
@@ -53,12 +65,15 @@ class SandboxConfig:
     I/O comparison: io_compare = "exact" | "lines" (default: trailing whitespace of each line and
         trailing blank lines ignored) | "tokens" (whitespace-separated tokens; numbers equal
         within ``float_tolerance`` when it is set).
-    Isolation: use_namespaces, drop_privileges (+ uid/gid, only when running as root),
+    Isolation: use_namespaces, drop_privileges (+ uid/gid, only when running as root; the
+        judge of assert tests runs as ``judge_uid`` with the same gid, so the program cannot
+        signal, trace or read it),
         guard (in-interpreter guard), block_network (interpreter-level socket block, in addition
-        to the network namespace), allow_subprocesses, private_dirs, hidden_paths, env
+        to the network namespace), allow_subprocesses, private_dirs, hidden_paths,
+        readable_paths (the allow-list of host paths jobs may read; see DEFAULT_READABLE), env
         (the complete environment of job processes), tmp_root (job directories when no
         private /tmp is available).
-    Pool: workers (default: CPUs available to this process), pin_workers (each fork server and
+    Pool: workers (default: two per CPU available to this process), pin_workers (each fork server and
         its jobs on one CPU; default: when the workers cover the CPUs evenly), preload_modules,
         infra_retries (re-runs of a job on a fresh worker after an infrastructure failure),
         raise_on_infra_error (raise SandboxError instead of returning a flagged result),
@@ -83,11 +98,13 @@ class SandboxConfig:
     drop_privileges: bool = True
     uid: int = 65534
     gid: int = 65534
+    judge_uid: int = 65533
     guard: bool = True
     block_network: bool = True
     allow_subprocesses: bool = False
     private_dirs: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
     hidden_paths: tuple[str, ...] = ("/root", "/home")
+    readable_paths: tuple[str, ...] = DEFAULT_READABLE
     env: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ENV))
     tmp_root: str | None = None
     workers: int | None = None
@@ -118,12 +135,14 @@ class SandboxConfig:
 
     @property
     def pool_size(self) -> int:
+        """``workers``, or two per CPU available: a job's judge and program processes wait for
+        each other, and a second worker on the CPU runs meanwhile."""
         if self.workers is not None:
             return self.workers
         try:
-            return max(1, len(os.sched_getaffinity(0)))
+            return 2 * max(1, len(os.sched_getaffinity(0)))
         except (AttributeError, OSError):  # pragma: no cover - not Linux
-            return max(1, os.cpu_count() or 1)
+            return 2 * max(1, os.cpu_count() or 1)
 
     def worker_cpu(self, index: int, allowed: list[int] | None = None) -> int | None:
         """The CPU that fork server ``index`` (and every job it runs) is pinned to; None: not pinned.
@@ -171,8 +190,10 @@ class SandboxConfig:
             "drop_privileges": self.drop_privileges,
             "uid": self.uid,
             "gid": self.gid,
+            "judge_uid": self.judge_uid,
             "private_dirs": list(self.private_dirs),
             "hidden_paths": list(self.hidden_paths),
+            "readable_paths": list(self.readable_paths),
             "tmpfs_size_mb": self.tmpfs_size_mb,
             "tmp_root": self.tmp_root or tempfile.gettempdir(),
             "env": dict(self.env),
@@ -183,4 +204,4 @@ class SandboxConfig:
         }
 
 
-__all__ = ["DEFAULT_ENV", "DEFAULT_PRELOAD", "SandboxConfig", "SandboxError"]
+__all__ = ["DEFAULT_ENV", "DEFAULT_PRELOAD", "DEFAULT_READABLE", "SandboxConfig", "SandboxError"]

@@ -26,13 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .assemble import build_request, infra_result, result_from_reply, validate_job
+from .batch import Batch, WorkerIOError, io_call, reply_deadline
 from .config import SandboxConfig
 from .pool import WorkerProcess
 from .results import AssertTest, ExecResult, IOTest, Job, SandboxError
 from .testcode import TestCodeCache
 from .worker import protocol as P
 
-REPLY_GRACE_S = 30.0  # beyond the job's own budget, how long to wait for a fork server's reply
 # A request queued behind a running job must fit in the socket's buffer: the fork server
 # reads it only once it has sent its reply, and this process reads that reply only after.
 QUEUED_REQUEST_MAX_BYTES = 1 << 16
@@ -121,7 +121,7 @@ class Sandbox:
         executor = self._get_executor()
         if executor is None:
             return [self._execute(job) for job in checked]
-        batch = _Batch(checked, self.config, self._test_code)
+        batch = Batch(checked, self.config, self._test_code)
         tasks = [executor.submit(self._drain, batch) for _ in range(min(self._size, len(checked)))]
         for task in tasks:
             task.exception()  # waits
@@ -227,7 +227,7 @@ class Sandbox:
             self._worker_failed(slot, worker, None)
             raise
 
-    def _drain(self, batch: _Batch) -> None:
+    def _drain(self, batch: Batch) -> None:
         """One of ``run_batch``'s tasks: take the batch's jobs and run them until none is left."""
         try:
             item = batch.take()
@@ -245,7 +245,7 @@ class Sandbox:
             batch.fail(exc)
             raise
 
-    def _pipeline(self, slot: int, batch: _Batch, item: tuple[int, int]) -> tuple[int, int] | None:
+    def _pipeline(self, slot: int, batch: Batch, item: tuple[int, int]) -> tuple[int, int] | None:
         """Run job ``item``, then the batch's next ones, on the fork server of ``slot``.
 
         While a job runs, the next job's request already waits in the fork server's socket.
@@ -257,7 +257,7 @@ class Sandbox:
         held: tuple[int, bytes] | None = None  # (id, frame) of `item`, too big to queue: sent next
         worker = None
         try:
-            worker = _io(self._worker, slot)
+            worker = io_call(self._worker, slot)
             while True:
                 while item is not None and len(inflight) < 2:
                     index, attempt = item
@@ -269,7 +269,7 @@ class Sandbox:
                     if inflight and len(frame) > QUEUED_REQUEST_MAX_BYTES:
                         held = request_id, frame
                         break  # sent once the running job has replied
-                    _io(worker.send, frame)
+                    io_call(worker.send, frame)
                     if not inflight:
                         batch.running(index)
                     inflight.append((index, attempt, request_id))
@@ -280,14 +280,14 @@ class Sandbox:
                 limits = batch.request(index)["limits"]
                 # The fork server starts a queued job when it replies to the previous one.
                 deadline = reply_deadline(limits)
-                reply = _io(worker.receive, request_id, deadline)
+                reply = io_call(worker.receive, request_id, deadline)
                 inflight.popleft()
                 if inflight:
                     batch.running(inflight[0][0])
                 self._settle(batch, index, attempt, reply, "")
                 if item is None and not self._others_waiting(batch):
                     item = batch.take()
-        except _WorkerIOError as failure:
+        except WorkerIOError as failure:
             message = self._worker_failed(slot, worker, failure.cause)
             # The oldest job sent was running (or was the first for a worker that did not
             # start): it used an attempt. The ones queued behind it had not started.
@@ -301,7 +301,7 @@ class Sandbox:
             self._worker_failed(slot, worker, None)
             raise
 
-    def _settle(self, batch: _Batch, index: int, attempt: int, reply: dict[str, Any] | None, error: str) -> None:
+    def _settle(self, batch: Batch, index: int, attempt: int, reply: dict[str, Any] | None, error: str) -> None:
         """Record job ``index``'s outcome, or queue it again after an infrastructure failure."""
         job, started = batch.jobs[index], batch.started[index] or time.perf_counter()  # (never started: 0 s)
         if reply is not None:
@@ -369,7 +369,7 @@ class Sandbox:
                     self._cond.notify_all()  # the next in line may take another free slot
             return slot
 
-    def _others_waiting(self, batch: _Batch) -> bool:
+    def _others_waiting(self, batch: Batch) -> bool:
         """Whether another caller (not this batch) waits for a slot."""
         with self._cond:
             return any(owner is not batch for owner in self._waiting)
@@ -399,75 +399,6 @@ class Sandbox:
         if self.config.raise_on_infra_error:
             raise SandboxError(message)
         return infra_result(job, message, time.perf_counter() - started)
-
-
-def reply_deadline(limits: dict[str, Any]) -> float:
-    """When to give up waiting for the reply to a job with ``limits`` that starts now."""
-    return time.monotonic() + float(limits["job_timeout_s"]) * 1.5 + REPLY_GRACE_S
-
-
-class _WorkerIOError(Exception):
-    """A fork server failed to start, to take a request or to reply (see :func:`_io`)."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-def _io(fn: Any, *args: Any) -> Any:
-    """Call ``fn``, turning the ways a fork server can fail into :class:`_WorkerIOError`."""
-    try:
-        return fn(*args)
-    except (EOFError, OSError, TimeoutError, P.ProtocolError, SandboxError) as exc:
-        raise _WorkerIOError(exc) from exc
-
-
-class _Batch:
-    """The jobs of one ``run_batch`` call, shared by the pool's tasks (see Sandbox._drain)."""
-
-    def __init__(self, jobs: list[Job], config: SandboxConfig, test_code: TestCodeCache | None) -> None:
-        self.jobs = jobs
-        self._config, self._test_code = config, test_code
-        self._requests: list[dict[str, Any] | None] = [None] * len(jobs)
-        self.results: list[ExecResult | None] = [None] * len(jobs)
-        self.started = [0.0] * len(jobs)
-        self.failure: BaseException | None = None
-        self._next = 0
-        self._again: collections.deque[tuple[int, int]] = collections.deque()  # (index, attempt)
-        self._lock = threading.Lock()
-
-    def request(self, index: int) -> dict[str, Any]:
-        """Job ``index``'s request, built when it is first sent (while the jobs before it run)."""
-        request = self._requests[index]
-        if request is None:  # (only the task that took the job builds it)
-            request = self._requests[index] = build_request(self.jobs[index], self._config, self._test_code)
-        return request
-
-    def take(self) -> tuple[int, int] | None:
-        """The next job to run, as (index, attempt): retries first; None when there is none."""
-        with self._lock:
-            if self.failure is not None:
-                return None
-            if self._again:
-                return self._again.popleft()
-            if self._next == len(self.jobs):
-                return None
-            index, self._next = self._next, self._next + 1
-            return index, 0
-
-    def running(self, index: int) -> None:
-        """Job ``index`` starts now (its result's wall time counts from its first start)."""
-        if not self.started[index]:
-            self.started[index] = time.perf_counter()
-
-    def put_back(self, index: int, attempt: int) -> None:
-        with self._lock:
-            self._again.append((index, attempt))
-
-    def fail(self, exc: BaseException) -> None:
-        with self._lock:
-            if self.failure is None:
-                self.failure = exc
 
 
 def _kill_workers(workers: list[WorkerProcess | None]) -> None:

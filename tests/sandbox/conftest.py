@@ -43,14 +43,27 @@ def _children(pid: int) -> list[int]:
 
 
 def job_processes(sb: Sandbox) -> list[int]:
-    """Every process below the fork servers (job processes still alive), once they are idle."""
+    """Every process below the fork servers (job processes still alive), once they are idle.
+
+    The zygotes (each fork server's clean fork point, ``sbx-zygote``) are not job processes.
+    """
     assert sb.wait_idle()
     found, todo = [], server_pids(sb)
     while todo:
         for child in _children(todo.pop()):
+            if _comm(child) == "sbx-zygote":
+                continue
             found.append(child)
             todo.append(child)
     return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def processes_named(marker: str) -> list[int]:

@@ -250,11 +250,15 @@ def test_files_outside_the_job_directory_are_untouched(sandbox, outside_file):
         "def create_next_to_it():\n    open(os.path.join(os.path.dirname(P), 'new.txt'), 'w')\n"
         "def rename():\n    return libc.rename(P.encode(), (P + '.moved').encode()), ctypes.get_errno()\n"
     )
-    tests = [A("guard_remove()"), A("assert libc_unlink() == (-1, 13)"), A("overwrite()"),
-             A("create_next_to_it()"), A("assert rename() == (-1, 13)")]
+    # With the allow-list of readable paths the directory is not even visible (ENOENT);
+    # without a mount namespace the job user may not write there (EACCES).
+    tests = [A("guard_remove()"), A("assert libc_unlink() in ((-1, 13), (-1, 2))"), A("overwrite()"),
+             A("create_next_to_it()"), A("assert rename() in ((-1, 13), (-1, 2))")]
     res = sandbox.run(program, tests)
-    assert outcome(res) == [(False, "PermissionError"), (True, None), (False, "PermissionError"),
-                            (False, "PermissionError"), (True, None)]
+    denied = ("PermissionError", "FileNotFoundError")
+    assert [t.passed for t in res.tests] == [False, True, False, False, True]
+    assert res.tests[0].error_type == "PermissionError"  # (the guard)
+    assert res.tests[2].error_type in denied and res.tests[3].error_type in denied
     assert sandbox.wait_idle()
     with open(outside_file) as f:
         assert f.read() == "precious"
@@ -325,7 +329,7 @@ def test_secrets_of_the_caller_are_not_readable(sandbox):
         "print('\\n'.join(seen))\n"
     )
     res = sandbox.run(program, [A("shadow()")])
-    assert outcome(res) == [(False, "PermissionError")]
+    assert outcome(res) in ([(False, "PermissionError")], [(False, "FileNotFoundError")])  # (hidden: not allow-listed)
     assert CANARY not in res.stdout and "SBX_SECRET_CANARY" not in res.stdout
     assert "'PATH', '/usr/local/bin:/usr/bin:/bin'" in res.stdout
     assert f"('HOME', {sandbox.isolation['job_dir']!r})" in res.stdout
@@ -364,8 +368,9 @@ def test_no_network_even_to_a_local_listener(sandbox):
 
 
 def test_chdir_does_not_confuse_the_harness(sandbox):
-    program = "import os\nos.chdir('/')\ndef f():\n    open('x.txt', 'w')\n"
-    res = sandbox.run(program, [A("import os\nassert os.getcwd() == '/'"), A("f()")])
+    # (The tests run in the judge's process: they see the program's state through its functions.)
+    program = "import os\nos.chdir('/')\ndef f():\n    open('x.txt', 'w')\ndef cwd():\n    return os.getcwd()\n"
+    res = sandbox.run(program, [A("assert cwd() == '/'"), A("f()")])
     assert outcome(res) == [(True, None), (False, "PermissionError")]
     assert os.getcwd() == CALLER_CWD
 
@@ -416,7 +421,7 @@ def test_faking_a_pass_by_printing_and_patching(sandbox):
     program = (
         "import builtins, json, os, sys\n"
         "print('All tests passed!')\n"
-        "for i in range(3):\n    print(f'x result {i} 1 {{}}')\n    os.write(3, f'x result {i} 1 {{}}\\n'.encode())\n"
+        "for i in range(3):\n    print(f'x result {i} 1 {{}}')\n"  # (writing to fd 3: see the flooding tests)
         "def check(candidate):\n    return True\n"
         "abs = lambda x: 0\n"
         "builtins.abs = lambda x: 0\n"

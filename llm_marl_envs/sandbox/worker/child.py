@@ -12,11 +12,13 @@ parent-death signal kills the job if its fork server dies.
 from __future__ import annotations
 
 import _signal
+import fcntl
 import os
 import resource
 
 from . import linux
 from .guard import REAL
+from .seccomp import PreparedFilter
 
 RESULT_FD = 3  # the harness writes its records here; the program is never told about it
 
@@ -27,7 +29,9 @@ _RLIMITS = {
     "open_files": resource.RLIMIT_NOFILE,
     "processes": resource.RLIMIT_NPROC,
     "core_bytes": resource.RLIMIT_CORE,
+    "stack_bytes": resource.RLIMIT_STACK,
 }
+_ALWAYS = ("core_bytes",)  # set even when 0 (0 is the point: no core files)
 
 
 class ChildSpec:
@@ -39,32 +43,37 @@ class ChildSpec:
     def __init__(self, *, job_dir: str, env: dict[str, str] | None, stdin_fd: int, stdout_fd: int,
                  stderr_fd: int, result_fd: int, rlimits: dict[str, int] | None = None,
                  uid: int | None = None, gid: int | None = None, drop_capabilities: bool = False,
-                 parent_death_signal: bool = True) -> None:
+                 parent_death_signal: bool = True, extra_fds: list[int] | None = None, pgid: int = 0,
+                 dumpable: bool = True, seccomp: bool = False) -> None:
         self.job_dir = job_dir
         self.env = env  # None: keep the fork server's (already the job environment)
         self.stdin_fd, self.stdout_fd, self.stderr_fd, self.result_fd = stdin_fd, stdout_fd, stderr_fd, result_fd
         self.rlimits = rlimits or {}  # keys of _RLIMITS; <= 0 = unlimited
         # What confine() passes to setrlimit, prepared here (in the fork server).
         self.setrlimit_args = [(_RLIMITS[key], _limit_pair(_RLIMITS[key], value))
-                               for key, value in self.rlimits.items() if value > 0]
+                               for key, value in self.rlimits.items() if value > 0 or key in _ALWAYS]
         self.uid, self.gid = uid, gid  # switch to this uid/gid (None: keep the current ones)
         self.drop_capabilities = drop_capabilities  # empty the capability sets (user namespace)
         self.parent_death_signal = parent_death_signal  # not needed in a PID namespace
+        self.extra_fds = extra_fds or []  # become descriptors 4, 5, ... (after the result fd, 3)
+        self.pgid = pgid  # the process group to join (0: a new one, led by this process)
+        self.dumpable = dumpable  # False: no one (of the same user) may read or trace this process
+        self.seccomp = seccomp  # install the job filter (.seccomp) once confined
 
 
 def confine(spec: ChildSpec) -> None:
     """Apply ``spec`` to the calling (freshly forked) process. Raises on any failure."""
     # A new process group (to kill it as a whole). Not setsid(): the fork server already has
     # no controlling terminal, and every new session costs a scheduler autogroup (~1 ms).
-    REAL.setpgid(0, 0)
+    REAL.setpgid(0, spec.pgid)
     # The fork server ignores SIGINT. (_signal, not signal: no enum conversions, fewer page faults.)
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-    # Order matters: the result pipe goes last, since its source may be one of 0..2's targets.
-    os.dup2(spec.stdin_fd, 0)
-    os.dup2(spec.stdout_fd, 1)
-    os.dup2(spec.stderr_fd, 2)
-    os.dup2(spec.result_fd, RESULT_FD)
-    os.closerange(RESULT_FD + 1, _MAX_FD)
+    # The sources may be any of the targets: move them all out of the way first.
+    sources = [spec.stdin_fd, spec.stdout_fd, spec.stderr_fd, spec.result_fd, *spec.extra_fds]
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 16 + len(sources)) for fd in sources]
+    for target, fd in enumerate(moved):
+        os.dup2(fd, target)
+    os.closerange(len(sources), _MAX_FD)
     os.chdir(spec.job_dir)  # (the umask, 022, is the fork server's)
     for which, limits in spec.setrlimit_args:
         resource.setrlimit(which, limits)
@@ -81,8 +90,12 @@ def confine(spec: ChildSpec) -> None:
     # PR_SET_NO_NEW_PRIVS is inherited from the fork server, which sets it once.
     if spec.parent_death_signal:  # cleared by the credential change above: set it afterwards
         _SET_PARENT_DEATH_SIGNAL()
-    # Dumpable again so that /proc/self belongs to the job user (programs may read it).
-    _SET_DUMPABLE()
+    # Dumpable again so that /proc/self belongs to the job user (programs may read it); a
+    # judge stays non-dumpable, out of reach of the program process (same user).
+    if spec.dumpable:
+        _SET_DUMPABLE()
+    if spec.seccomp:
+        _SECCOMP()
     try:
         _SET_NAME()
     except OSError:  # pragma: no cover - cosmetic
@@ -93,16 +106,21 @@ def confine(spec: ChildSpec) -> None:
 _SET_PARENT_DEATH_SIGNAL = linux.PreparedPrctl(linux.PR_SET_PDEATHSIG, _signal.SIGKILL)
 _SET_DUMPABLE = linux.PreparedPrctl(linux.PR_SET_DUMPABLE, 1)
 _SET_NAME = linux.PreparedPrctl(linux.PR_SET_NAME, b"sbx-job")
+_SECCOMP = PreparedFilter()
 
 
 # The fork server's hard limits, read once (a job can only lower them).
 _HARD = {which: resource.getrlimit(which)[1] for which in _RLIMITS.values()}
+_SOFT_STACK = resource.getrlimit(resource.RLIMIT_STACK)[0]
 
 
 def _limit_pair(which: int, value: int) -> tuple[int, int]:
     hard = _HARD[which]
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
+    if which == resource.RLIMIT_STACK:  # a bounded hard limit; the soft one stays as it was (8 MB)
+        soft = _SOFT_STACK if _SOFT_STACK != resource.RLIM_INFINITY else value
+        return min(soft, value), value
     return value, value
 
 

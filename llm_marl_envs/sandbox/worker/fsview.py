@@ -83,7 +83,10 @@ def setup_fs_view(
     run_gid: int,
     tmpfs_size_mb: int,
     mount_proc: bool,
+    readable_paths: list[str] | None = None,
 ) -> FsView:
+    """Make the private view; ``readable_paths`` (None: no allow-list) are all jobs may read
+    of the host, besides ``needed_paths`` (Python's own directories)."""
     view = FsView()
     try:
         linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
@@ -103,10 +106,21 @@ def setup_fs_view(
     private = {os.path.realpath(p) for p in private_dirs}
     main_private = os.path.realpath(private_dirs[0]) if private_dirs else None
     candidates = private | {os.path.realpath(p) for p in hidden_paths}
+    if readable_paths is not None:
+        hidden, exposed = _outside_allow_list(readable_paths)
+        candidates |= hidden
+        needed_paths = sorted(set(needed_paths) | exposed)
+        _hide_top_level_files(view, readable_paths)
     for path in needed_paths:
         candidates.update(_blocking_ancestors(path, run_uid, run_gid))
     for mask in sorted(candidates, key=lambda p: (p.count("/"), p)):
-        if mask == "/" or not os.path.isdir(mask) or os.path.islink(mask) or mask in view.skeleton:
+        if mask in private and not os.path.lexists(mask) and any(_is_within(mask, m) for m in view.masks):
+            try:  # a private directory inside a masked one (/var/tmp in /var): make its mount point
+                os.makedirs(mask, 0o755)
+                view.skeleton.add(mask)
+            except OSError:
+                pass
+        if mask == "/" or not os.path.isdir(mask) or os.path.islink(mask) or (mask in view.skeleton and mask not in private):
             continue
         if any(_is_within(mask, n) for n in needed_paths):
             continue  # masking it would hide (part of) something Python needs
@@ -129,6 +143,45 @@ def setup_fs_view(
         elif is_private:
             view.private_dirs.append(mask)
     return view
+
+
+def _outside_allow_list(readable: list[str]) -> tuple[set[str], set[str]]:
+    """(directories to hide, paths to re-expose) for an allow-list of readable paths.
+
+    A top-level directory named whole stays as it is; one of which only entries are named
+    (``/etc/passwd``) is hidden and those entries re-exposed; any other is hidden.
+    """
+    whole, partial, exposed = set(), set(), set()
+    for path in readable:
+        parts = [p for p in os.path.normpath(path).split("/") if p]
+        if not parts:
+            continue
+        if len(parts) == 1:
+            whole.add(parts[0])
+        else:
+            partial.add(parts[0])
+            if os.path.lexists(path):
+                exposed.add(os.path.realpath(path) if os.path.islink(path) else path)
+    hidden = set()
+    for entry in os.listdir("/"):
+        path = "/" + entry
+        if entry in whole or os.path.islink(path) or not os.path.isdir(path):
+            continue
+        hidden.add(path)
+    return hidden | {"/" + p for p in partial - whole}, exposed
+
+
+def _hide_top_level_files(view: FsView, readable: list[str]) -> None:
+    """Regular files directly in / (not named in ``readable``) read as empty (/dev/null over them)."""
+    allowed = {os.path.normpath(p) for p in readable}
+    for entry in os.listdir("/"):
+        path = "/" + entry
+        if path in allowed or os.path.islink(path) or not os.path.isfile(path):
+            continue
+        try:
+            linux.mount("/dev/null", path, None, linux.MS_BIND)
+        except OSError as exc:
+            view.notes.append(f"cannot hide {path} ({exc})")
 
 
 def _mask(view: FsView, mask: str, options: str, needed_paths: list[str]) -> None:

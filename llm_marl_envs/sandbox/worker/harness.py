@@ -1,23 +1,17 @@
-"""The test harness inside a job process: runs the program, then the setup and the tests.
-
-Runs in the confined child after :mod:`.child` and :mod:`.guard`. Results are written as
-nonce-tagged records (see :mod:`.protocol`) to a dedicated pipe, never to stdout. Every
-function and object the harness needs after the program starts running is bound to a local
-variable first, so a program that patches ``builtins``, ``os``, ``json``, ``sys.exit`` or
-this module does not change what is reported. A test passes only if the harness itself
-reaches the line after ``exec`` of that test's code.
-
-Assert mode (HumanEval / MBPP style): the program is executed once as module ``solution``;
-the setup code and the tests then run in a *copy* of its namespace in which the program's
-own bindings of builtin names (e.g. a global ``abs``) are removed and ``__builtins__`` is
-a pristine copy, and in which the setup is executed after the program, so a program-defined
-``check`` or ``candidate`` is overwritten. Each test gets its own stdout/stderr buffers.
-The set-up and the tests arrive compiled when the caller has seen the test set before
-(``..testcode``); they are loaded before the program runs, and compiled here otherwise.
+"""The I/O-mode harness of a job process, and the pieces the judge and the program side share.
 
 I/O mode (APPS / CodeContests style): the program runs as ``__main__`` with the test's
-stdin on fd 0; stdout/stderr go to pipes the fork server reads. The comparison with the
-expected output is done by the caller, not here.
+stdin on fd 0; stdout/stderr go to pipes the fork server reads; the comparison with the
+expected output is done by the caller, not here. Results are nonce-tagged records (see
+:mod:`.protocol`) on a dedicated pipe, never stdout; the functions used after the program
+starts are bound first, so patching ``builtins``, ``os``, ``json`` or ``sys.exit`` does not
+change what is reported (and the exit status the fork server sees is the program's).
+
+Assert mode is split between two processes: :mod:`.judge` (set-up and tests) and
+:mod:`.program` (the program). They share what is here: :class:`BoundedText` (captured
+output), compiling with source lines for tracebacks, loading the set-up and tests compiled
+by the caller (``..testcode``) or compiling them (:func:`_compile_tests`), the record writer
+(:func:`_reporter`), and the pristine builtins captured before any job.
 """
 
 from __future__ import annotations
@@ -164,14 +158,10 @@ def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: li
 
 def _run_job(job: dict[str, Any], mode: str, test_indices: list[int], emit, finish) -> NoReturn:  # noqa: ANN001
     """Run ``job``'s program and tests, reporting through ``emit``; ends with ``finish()``."""
-    clock, cpu, run_code, settrace, setprofile = time.perf_counter, time.process_time, exec, sys.settrace, sys.setprofile
+    clock, cpu, run_code = time.perf_counter, time.process_time, exec
     limit = int(job["limits"]["report_chars"])
-    hard = int(job["limits"]["output_bytes"])
     emit(P.REC_READY, -1, True, {})
-    if mode == "io":
-        _run_io(job, test_indices[0], emit, finish, limit, clock, cpu, run_code)
-    else:
-        _run_asserts(job, test_indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile)
+    _run_io(job, test_indices[0], emit, finish, limit, clock, cpu, run_code)
     finish()
 
 
@@ -221,16 +211,11 @@ def warm_up(rounds: int = 12) -> None:
     def stop(_code: int = 0) -> NoReturn:
         raise _WarmUpDone
 
+    from . import plaindata
+
     limits = {"report_chars": 4096, "output_bytes": 1 << 20}
-    assert_jobs = [
-        {"program": "def f(x):\n    return x\n", "setup": "candidate = f\n", "limits": limits,
-         "tests": [{"code": f"assert candidate({i}) == {i}", "name": f"L{i}"} for i in range(6)]
-         + [{"code": "print('out')\nassert candidate(1) == 2, 'no'", "name": "L9"}]},
-        {"program": "raise ValueError('x')\n", "setup": "", "limits": limits, "tests": [{"code": "pass", "name": "L1"}]},
-    ]
     io_job = {"program": "import sys\nprint(len(sys.stdin.read()))\n", "limits": limits, "tests": [{"stdin": ""}]}
-    first = assert_jobs[0]  # the same job again, with its set-up and tests compiled as the caller does
-    assert_jobs.append({**first, "compiled": P.compile_test_set(first["setup"], first["tests"])})
+    samples = [1, "x", 2.5, None, True, [1, (2, "a")], {"k": {1, 2}}, b"\x00", 10 ** 5000]
     saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__
     saved_argv, saved_main = sys.argv, sys.modules.get("__main__")
     null = os.open(os.devnull, os.O_RDWR)
@@ -239,13 +224,13 @@ def warm_up(rounds: int = 12) -> None:
         for fd in (0, 1, 2):
             os.dup2(null, fd)  # the I/O path reads and writes descriptors 0-2
         for _ in range(rounds):
-            for job in (*assert_jobs, io_job):
-                mode = "io" if job is io_job else "assert"
-                emit, finish = _reporter("warm-up", null, os.write, lambda _fd: None, stop, time.monotonic, json.dumps)
-                try:
-                    _run_job(job, mode, list(range(len(job["tests"]))), emit, finish)
-                except _WarmUpDone:
-                    pass
+            for value in samples:
+                plaindata.decode(plaindata.encode(value))
+            emit, finish = _reporter("warm-up", null, os.write, lambda _fd: None, stop, time.monotonic, json.dumps)
+            try:
+                _run_job(io_job, "io", [0], emit, finish)
+            except _WarmUpDone:
+                pass
     finally:
         for fd, saved in zip((0, 1, 2), saved_fds):
             if saved is None:  # it was closed before
@@ -267,85 +252,6 @@ def _dup_or_none(fd: int) -> int | None:
         return os.dup(fd)
     except OSError:  # not open
         return None
-
-
-def _run_asserts(job, indices, emit, finish, limit, hard, clock, cpu, run_code, settrace, setprofile) -> None:  # noqa: ANN001, PLR0913
-    setup_code, compiled = _load_compiled(job, indices) or _compile_tests(job, indices, emit, finish, limit)
-    try:
-        program = _compile(job["program"], PROGRAM_FILE)
-    except BaseException as exc:  # noqa: BLE001
-        emit(P.REC_COMPILE, -1, False, {"error": _syntax_error_text(exc, limit)})
-        finish()
-    real_stdout, real_stderr = sys.stdout, sys.stderr
-    sys.stdin = io.StringIO("")
-    module = types.ModuleType("solution")
-    module.__file__ = PROGRAM_FILE
-    sys.modules["solution"] = module
-    namespace = module.__dict__
-    start_wall, start_cpu = clock(), cpu()
-    ok, info = True, {}
-    try:
-        run_code(program, namespace)
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            ok, info = False, describe(exc, limit)
-    except BaseException as exc:  # noqa: BLE001
-        ok, info = False, describe(exc, limit)
-    _flush(real_stdout, real_stderr)
-    wall, used = clock() - start_wall, cpu() - start_cpu
-    if ok:  # the common case, without json
-        emit(P.REC_PROGRAM, -1, True, f'{{"wall_time_s": {wall!r}, "cpu_time_s": {used!r}}}')
-    else:
-        info.update(wall_time_s=wall, cpu_time_s=used)
-        emit(P.REC_PROGRAM, -1, False, info)
-        finish()
-
-    program_values = dict(namespace)
-    test_ns = dict(namespace)
-    # Not a copy: this process is the only user of the fork server's dict (copy-on-write).
-    test_ns["__builtins__"] = _PRISTINE_BUILTINS
-    sys.stdout = BoundedText(limit, hard)
-    sys.stderr = BoundedText(limit, hard)
-    settrace(None)
-    setprofile(None)
-    try:
-        run_code(setup_code, test_ns)
-    except BaseException as exc:  # noqa: BLE001
-        emit(P.REC_SETUP, -1, False, describe(exc, limit))
-        finish()
-    for name in list(test_ns):
-        if name in _PRISTINE_BUILTINS and not name.startswith("__") and name in program_values:
-            if test_ns[name] is program_values[name]:
-                del test_ns[name]  # the program's own `abs`, `len`, ... never reach the tests
-    emit(P.REC_SETUP, -1, True, {}, now=False)
-
-    for index, code in compiled:
-        emit(P.REC_BEGIN, index, True, {})
-        out, err = BoundedText(limit, hard), BoundedText(limit, hard)
-        sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
-        settrace(None)
-        setprofile(None)
-        threading = sys.modules.get("threading")  # not imported by the fork server: see server.py
-        if threading is not None:
-            threading.settrace(None)  # type: ignore[arg-type]
-        passed, info = False, {}
-        t0, c0 = clock(), cpu()
-        try:
-            run_code(code, test_ns)
-            wall, used = clock() - t0, cpu() - c0
-            passed = True
-        except BaseException as exc:  # noqa: BLE001
-            wall, used = clock() - t0, cpu() - c0
-            info = describe(exc, limit)
-        if out.exceeded or err.exceeded:
-            passed = False
-            info = {"error_type": "OutputLimitExceeded",
-                    "error_message": f"the test printed more than {hard} characters"}
-        if passed and not out.total and not err.total:  # the common case, without json
-            emit(P.REC_RESULT, index, True, f'{{"wall_time_s": {wall!r}, "cpu_time_s": {used!r}}}', now=False)
-            continue
-        info.update(stdout=out.getvalue(), stderr=err.getvalue(), wall_time_s=wall, cpu_time_s=used)
-        emit(P.REC_RESULT, index, passed, info, now=False)  # sent with the next BEGIN or the END
 
 
 def _compile_tests(job, indices, emit, finish, limit):  # noqa: ANN001, ANN202

@@ -22,6 +22,8 @@ from .fsview import remove_path
 from .guard import REAL
 from .supervisor import RunResult, RunSpec, Supervisor
 
+STACK_BYTES = 64 << 20  # RLIMIT_STACK, soft and hard, when the request names none
+
 _SIGNAL_TEXT = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "aborted", signal.SIGBUS: "bus error",
                 signal.SIGFPE: "floating point exception", signal.SIGILL: "illegal instruction"}
 
@@ -47,6 +49,7 @@ class JobRunner:
         try:
             if self.s["uid"] is not None:
                 REAL.chown(job_dir, self.s["uid"], self.s["gid"])
+                REAL.chmod(job_dir, 0o770)  # the judge (another uid, same group) may read what the program wrote
             assert_idx = [i for i, t in enumerate(tests) if t["kind"] == "assert"]
             io_idx = [i for i, t in enumerate(tests) if t["kind"] == "io"]
             if assert_idx or not io_idx:
@@ -80,7 +83,8 @@ class JobRunner:
             "file_size_bytes": int(lim["file_size_bytes"]),
             "open_files": int(lim["open_files"]),
             "processes": int(lim["processes"]),
-            "core_bytes": 0,
+            "core_bytes": 0,  # hard limit too: no core files
+            "stack_bytes": int(lim.get("stack_bytes") or STACK_BYTES),  # hard; soft stays the usual
         }
         child = ChildSpec(job_dir=job_dir, env=None, stdin_fd=-1, stdout_fd=-1, stderr_fd=-1, result_fd=-1,
                           rlimits=rlimits, uid=self.s["uid"], gid=self.s["gid"],
@@ -101,6 +105,8 @@ class JobRunner:
             run = self.supervisor.run(self._spec(job, "assert", pending, job_dir, timeout, state))
             if run.infra_error:
                 state.infra_error = run.infra_error
+                if not run.ready and run.stderr:  # what the program process said while being set up
+                    state.infra_error += ": " + run.stderr[-2000:].decode("utf-8", "replace")
                 return
             if first:
                 state.set_program_output(run)

@@ -52,7 +52,15 @@ def describe(exc: BaseException, limit: int) -> dict[str, Any]:
         "memory_exceeded": is_memory_error(exc),
     }
     try:
-        info["traceback"] = truncate(format_trimmed(exc), limit)
+        text = format_trimmed(exc)
+        remote = getattr(type(exc), "_sbx_traceback", None)
+        if isinstance(remote, str) and remote:
+            # Raised by the program in its own process (see .judge): the test's frames here,
+            # then the program's, as one traceback.
+            head = text.rstrip("\n").rsplit("\n", 1)[0] + "\n"
+            tail = remote.split("\n", 1)[1] if remote.startswith("Traceback") else remote
+            text = head + tail
+        info["traceback"] = truncate(text, limit)
     except BaseException:  # noqa: BLE001
         info["traceback"] = f"{info['error_type']}: {info['error_message']}"
     return info

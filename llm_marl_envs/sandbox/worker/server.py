@@ -23,7 +23,7 @@ import traceback
 import types
 from typing import Any
 
-from . import linux
+from . import linux, warmup
 from . import protocol as P
 from .child import RESULT_FD, ChildSpec, confine
 from .fsview import FsView, python_paths, remove_path, setup_fs_view
@@ -31,7 +31,10 @@ from .guard import REAL, install_guard
 from .harness import PROGRAM_FILE
 from .jobs import JobRunner
 from .namespaces import enter_namespaces
+from .roles import child_main
+from .seccomp import build_filter
 from .supervisor import Supervisor
+from .zygote import Zygote
 
 
 def main(argv: list[str]) -> None:
@@ -99,6 +102,7 @@ class ForkServer:
             self.view = setup_fs_view(
                 private_dirs=list(settings["private_dirs"]),
                 hidden_paths=list(settings["hidden_paths"]),
+                readable_paths=settings.get("readable_paths"),
                 needed_paths=needed,
                 run_uid=os.getuid() if self.run_uid is None else self.run_uid,
                 run_gid=os.getgid() if self.run_gid is None else self.run_gid,
@@ -125,6 +129,7 @@ class ForkServer:
         from . import harness
 
         harness.warm_up()
+        warmup.warm_up()  # the judge and the program side, likewise
         gc.collect()
         gc.freeze()  # keep the warm heap out of the children's garbage collections (less copy-on-write)
         linux.trim_heap()
@@ -132,25 +137,31 @@ class ForkServer:
         runner_settings = {
             "uid": self.run_uid,
             "gid": self.run_gid,
+            "judge_uid": int(settings.get("judge_uid", 65533)) if drop else None,
             "drop_capabilities": not drop and bool(report["user_ns"]),
         }
-        self.supervisor = Supervisor(is_pid1=is_pid1)
-        # Jobs running as another user cannot write to the (root-owned) hidden-path masks.
-        wipe_all = self.run_uid is None
-        self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir,
-                                lambda: self.view.wipe(private_only=not wipe_all))
         self.fatal = self._self_test(needed, runner_settings)
         if settings["guard"]:
             # Once, here: every job process inherits it. From now on this process only calls
             # the originals of what the guard disables (guard.REAL).
             install_guard(allow_subprocesses=bool(settings["allow_subprocesses"]),
                           block_network=bool(settings["block_network"]))
+        # The clean fork point, taken before any job: every job process is forked from it.
+        self.zygote = Zygote(child_main)
+        self.supervisor = Supervisor(is_pid1=is_pid1, zygote=self.zygote, judge_uid=runner_settings["judge_uid"])
+        # Jobs running as another user cannot write to the (root-owned) hidden-path masks.
+        wipe_all = self.run_uid is None
+        self.runner = JobRunner(runner_settings, self.supervisor, self.job_dir,
+                                lambda: self.view.wipe(private_only=not wipe_all))
         self.isolation = {
             **{k: v for k, v in report.items() if k != "notes"},
             "private_tmp": bool(self.view.private_dirs),
             "private_proc": self.view.proc_mounted,
             "hidden_paths": [m for m in self.view.masks if m not in self.view.private_dirs],
             "privileges_dropped": self.run_uid is not None,
+            "judge_uid": runner_settings["judge_uid"],
+            "seccomp": build_filter() is not None,
+            "readable_allow_list": bool(self.view.masks) and settings.get("readable_paths") is not None,
             "run_uid": os.getuid() if self.run_uid is None else self.run_uid,
             "run_gid": os.getgid() if self.run_gid is None else self.run_gid,
             "running_as_root": root,

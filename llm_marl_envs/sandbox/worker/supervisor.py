@@ -21,27 +21,34 @@ and reaps it in :meth:`Supervisor.finish`, before the next run.)
 
 from __future__ import annotations
 
+import _socket
 import fcntl
+import json
 import os
 import select
 import signal
 import time
-import traceback
 from typing import Any
 
 from . import protocol as P
-from .child import RESULT_FD, ChildSpec, confine
+from .child import ChildSpec
 from .guard import REAL
-from .harness import run_job_process
+from .procs import (
+    children_of_self,
+    describe_start_failure,
+    fd_ready,
+    make_stdin_fd,
+    pidfd_open,
+    read_output,
+    reap_all,
+    try_reap,
+)
+from .records import PIPE_BYTES, RecordReader, RunResult
+from .zygote import ZygoteGone
 
-START_TIMEOUT_S = 10.0  # fork + confinement must be done by then, or it is an infra error
-EXIT_GRACE_S = 2.0  # after the final record, the time the child has to exit on its own
-MAX_RECORD_BYTES = 64 << 20  # more on the result pipe: the program is flooding it
-MAX_LINE_BYTES = 8 << 20  # a longer line on the result pipe: likewise
-PIPE_BYTES = 1 << 20  # result pipe capacity (F_SETPIPE_SZ), so that the child rarely blocks
-BLOCKED_GRACE_S = 0.2  # extra time when the child may have been blocked on a full result pipe
 INFRA_EXIT_CODE = 121  # a job process that could not be set up exits with this
 _F_SETPIPE_SZ = 1031
+HELPER_EXIT_WAIT_S = 1.0  # how long a program process may take to die after its judge stopped
 
 
 class RunSpec:
@@ -59,156 +66,13 @@ class RunSpec:
         self.stdin = stdin
 
 
-class RunResult:
-    """What one child run produced, as seen by the fork server."""
-
-    def __init__(self) -> None:
-        self.records: list[P.Record] = []
-        self.ready = False
-        self.stdout = self.stderr = b""
-        self.stdout_total = self.stderr_total = 0
-        self.status: int | None = None  # raw wait status of the child
-        self.cpu_time_s = 0.0
-        self.max_rss_kb = 0
-        self.wall_time_s = 0.0
-        self.cpu_limit_s = 0.0  # the RLIMIT_CPU the run had
-        self.memory_limit_bytes = 0  # its RLIMIT_AS
-        self.killed: str | None = None  # "timeout" | "budget" | "output" | "channel" | "start"
-        self.active: Any = "start"  # what ran last: "program", "setup", "harness", a test index
-        self.infra_error: str | None = None
-
-    @property
-    def exit_code(self) -> int | None:
-        if self.status is None or not os.WIFEXITED(self.status):
-            return None
-        return os.WEXITSTATUS(self.status)
-
-    @property
-    def signal(self) -> int | None:
-        if self.status is None or not os.WIFSIGNALED(self.status):
-            return None
-        return os.WTERMSIG(self.status)
-
-
-class _RecordReader:
-    """Drains the result pipe on demand; knows what the child is doing and its deadline."""
-
-    def __init__(self, fd: int, nonce: str, result: RunResult, spec: RunSpec, started: float) -> None:
-        self.fd, self.nonce, self.result, self.spec = fd, nonce, result, spec
-        self.started = started
-        self.phase_start = started
-        self.pending = bytearray()
-        self.total = 0
-        self.last_read = 0
-        self.overflowed = False
-        self.grace_used = False
-        self.deadline = started + START_TIMEOUT_S  # of the current phase, as far as we know
-        # When to look again: the program's time limit runs from READY, which is normally
-        # written right after the fork, so the first look is one time limit after the fork.
-        self.check_at = started + min(spec.timeout_s, START_TIMEOUT_S)
-        os.set_blocking(fd, False)
-
-    def drain(self, final: bool = False) -> None:
-        self.last_read = 0
-        records_before = len(self.result.records)
-        while not self.overflowed:
-            try:
-                data = os.read(self.fd, 1 << 16)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                break
-            if not data:
-                break
-            self.last_read += len(data)
-            self.total += len(data)
-            if self.total > MAX_RECORD_BYTES:
-                self.overflowed = True
-                break
-            self.pending += data
-            if b"\n" in data:
-                self._parse_lines()
-            if len(self.pending) > MAX_LINE_BYTES:
-                self.overflowed = True
-        if final and self.pending and not self.overflowed:
-            self.pending += b"\n"
-            self._parse_lines()
-        if self.last_read >= PIPE_BYTES // 2 and len(self.result.records) == records_before and self.result.ready:
-            self.overflowed = True  # half a pipe of bytes and not one record: junk, not the harness
-        self._set_deadline()
-
-    def _parse_lines(self) -> None:
-        lines = self.pending.split(b"\n")
-        self.pending = bytearray(lines.pop())
-        now, nonce, parse, apply = time.monotonic(), self.nonce, P.parse_record, self._apply
-        for line in lines:
-            record = parse(line, nonce)
-            if record is not None:
-                apply(record, now)
-
-    def _apply(self, record: P.Record, now: float) -> None:
-        kind, index, _flag, when, payload = record
-        result = self.result
-        # The child's clock is the same as ours; a value outside [fork, now] is clamped.
-        when = min(max(when, self.phase_start), now)
-        if not result.ready:
-            if kind == P.REC_READY:
-                result.ready = True
-                result.active = self.spec.indices[0] if self.spec.mode == "io" else "program"
-                self.phase_start = when
-            elif kind == "infra":
-                result.infra_error = str(payload.get("error", "job process set-up failed"))[:4000]
-            return  # nothing before READY counts (and nothing can come from the program)
-        if kind in ("infra", P.REC_READY):
-            return  # only meaningful before READY: anything later may be forged
-        result.records.append(record)
-        if kind == P.REC_BEGIN:
-            result.active = index
-        elif kind == P.REC_PROGRAM:
-            result.active = "setup"
-        elif kind == P.REC_END:
-            result.active = "done"
-        elif self.spec.mode == "assert":
-            result.active = "harness"
-        self.phase_start = when
-        self.grace_used = False
-
-    def _set_deadline(self) -> None:
-        if not self.result.ready:
-            self.deadline = self.started + START_TIMEOUT_S
-            self.check_at = min(self.deadline, time.monotonic() + self.spec.timeout_s)
-            return
-        if self.result.active == "done":
-            self.deadline = self.phase_start + EXIT_GRACE_S
-        else:
-            self.deadline = min(self.phase_start + self.spec.timeout_s, self.spec.job_deadline)
-        self.check_at = self.deadline
-
-    def expired(self, now: float) -> bool:
-        if now < self.deadline:
-            return False
-        if not self.grace_used and (self.last_read >= PIPE_BYTES // 2 or self.pending):
-            # The child may have been blocked writing to a full pipe: let it finish that record.
-            self.grace_used = True
-            self.deadline = self.check_at = now + BLOCKED_GRACE_S
-            return False
-        return True
-
-    def expiry_reason(self) -> str:
-        if not self.result.ready:
-            return "start"
-        if self.result.active != "done" and self.spec.job_deadline <= self.phase_start + self.spec.timeout_s:
-            return "budget"
-        return "timeout"
-
-
 class _Watch:
     """The poll loop's state for one run, made before the fork (see Supervisor._watch)."""
 
     def __init__(self, spec: RunSpec, nonce: str, res_r: int, out_r: int, err_r: int, started: float) -> None:
         self.spec, self.res_r, self.out_r, self.err_r = spec, res_r, out_r, err_r
         self.result = RunResult()
-        self.reader = _RecordReader(res_r, nonce, self.result, spec, started)
+        self.reader = RecordReader(res_r, nonce, self.result, spec, started)
         self.outputs = {out_r: bytearray(), err_r: bytearray()}
         self.totals = {out_r: 0, err_r: 0}
         self.poller = select.poll()
@@ -221,8 +85,10 @@ class _Watch:
 class Supervisor:
     """Runs job processes for one fork server."""
 
-    def __init__(self, *, is_pid1: bool) -> None:
+    def __init__(self, *, is_pid1: bool, zygote: Any, judge_uid: int | None = None) -> None:
         self.is_pid1 = is_pid1
+        self.judge_uid = judge_uid  # the judge's uid (another than the program's: no signals, no ptrace)
+        self.zygote = zygote  # forks the job processes (see .zygote)
         self._unreaped: list[int] = []  # job processes that reported everything but may still run
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)  # the stdin of most runs
 
@@ -247,25 +113,43 @@ class Supervisor:
             pass
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        stdin_fd = _stdin_fd(spec.stdin) if spec.stdin else self._devnull
-        spec.child.stdin_fd, spec.child.stdout_fd = stdin_fd, out_w
-        spec.child.stderr_fd, spec.child.result_fd = err_w, res_w
+        stdin_fd = make_stdin_fd(spec.stdin) if spec.stdin else self._devnull
         started = time.monotonic()
-        # Everything the poll loop needs is made before the fork: see _watch.
         watch = _Watch(spec, nonce, res_r, out_r, err_r, started)
-        pid = REAL.fork()
-        if pid == 0:  # pragma: no cover - the job process (coverage cannot follow os._exit)
-            try:
-                _child_main(spec, nonce, res_w)
-            finally:
-                os._exit(INFRA_EXIT_CODE)  # never return into the fork server's code
-        os.close(res_w)
-        os.close(out_w)
-        os.close(err_w)
-        if stdin_fd != self._devnull:
-            os.close(stdin_fd)
+        helper = None
+        mine: list[int] = [res_w, out_w, err_w]
         try:
-            result = self._watch(watch, pid)
+            if spec.mode == "assert":
+                # The judge runs the tests; the program process (which never sees them) answers its calls.
+                judge_end, program_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+                mine += [judge_end.detach(), program_end.detach()]
+                judge_payload = _memfd({"nonce": nonce, "setup": spec.job.get("setup") or "",
+                                        "tests": spec.job["tests"], "compiled": spec.job.get("compiled"), "plans": spec.job.get("plans"),
+                                        "limits": spec.job["limits"], "indices": spec.indices})
+                program_payload = _memfd({"program": spec.job["program"], "limits": spec.job["limits"]})
+                mine += [judge_payload, program_payload]
+                pid, helper = self.zygote.spawn(
+                    (self._command(spec, "judge"), [self._devnull, self._devnull, self._devnull, res_w,
+                                                    judge_payload, mine[3]]),
+                    (self._command(spec, "program"), [self._devnull, out_w, err_w, mine[4], program_payload]))
+            else:
+                payload = _memfd({"program": spec.job["program"], "limits": spec.job["limits"], "nonce": nonce,
+                                  "index": spec.indices[0]})
+                mine.append(payload)
+                (pid,) = self.zygote.spawn((self._command(spec, "io"), [stdin_fd, out_w, err_w, res_w, payload]))
+        except BaseException as exc:
+            for fd in (res_r, out_r, err_r):
+                os.close(fd)
+            if isinstance(exc, ZygoteGone):
+                os._exit(5)  # no job can be forked any more: the caller starts a fresh worker
+            raise
+        finally:
+            for fd in mine:
+                os.close(fd)
+            if stdin_fd != self._devnull:
+                os.close(stdin_fd)
+        try:
+            result = self._watch(watch, pid, helper)
         finally:
             for fd in (res_r, out_r, err_r):
                 try:
@@ -277,8 +161,41 @@ class Supervisor:
         result.memory_limit_bytes = int(spec.child.rlimits.get("address_space_bytes", 0))
         return result
 
+    def _command(self, spec: RunSpec, role: str) -> dict[str, Any]:
+        c = spec.child
+        uid = self.judge_uid if role == "judge" and self.judge_uid is not None and c.uid is not None else c.uid
+        return {"role": role, "job_dir": c.job_dir, "rlimits": c.rlimits, "uid": uid, "gid": c.gid,
+                "drop_caps": c.drop_capabilities, "pdeath": c.parent_death_signal, "pgid": 0,
+                "new_ipc": False}  # (IPC objects are refused by the seccomp filter: see .seccomp)
+
+    def _end_helper(self, pid: int, result: RunResult, judged: bool) -> None:
+        """After the judge: end the program process; if it died first, its exit explains the run."""
+        if not judged and result.killed is None:
+            # The judge stopped early on its own: the program process died (or is dying) under it.
+            pidfd = pidfd_open(pid)
+            if pidfd is not None:
+                try:
+                    select.select([pidfd], [], [], HELPER_EXIT_WAIT_S)
+                finally:
+                    os.close(pidfd)
+            done, status, usage = try_reap(pid)
+            if done:
+                result.status = status
+                if usage is not None:
+                    result.cpu_time_s = usage.ru_utime + usage.ru_stime
+                    result.max_rss_kb = usage.ru_maxrss
+                    result.helper_usage = True
+                return
+        self._kill(pid, None, "")
+        if judged:
+            self._unreaped.append(pid)  # reaped after the reply
+            return
+        _, _, usage = os.wait4(pid, 0)
+        result.cpu_time_s, result.max_rss_kb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+        result.helper_usage = True
+
     # -- the poll loop -------------------------------------------------------------------
-    def _watch(self, w: _Watch, pid: int) -> RunResult:
+    def _watch(self, w: _Watch, pid: int, helper: int | None = None) -> RunResult:
         """Wait for the child to exit (or to be killed), then collect what it left.
 
         While the child lives, every page this process writes is copied (copy-on-write,
@@ -293,7 +210,7 @@ class Supervisor:
         """
         spec, result, reader, poller = w.spec, w.result, w.reader, w.poller
         outputs, totals, res_r, out_r, err_r = w.outputs, w.totals, w.res_r, w.out_r, w.err_r
-        pidfd = _pidfd_open(pid)
+        pidfd = pidfd_open(pid)
         if pidfd is not None:
             poller.register(pidfd, select.POLLIN)
         else:  # pragma: no cover - Linux < 5.3: the hang-up says the run is done
@@ -322,34 +239,41 @@ class Supervisor:
                         poller.unregister(res_r)
                         reader.drain(final=True)
                         finished = result.active == "done" and result.killed is None
-                    elif not _read_output(fd, outputs[fd], totals, spec.output_cap):
+                    elif not read_output(fd, outputs[fd], totals, spec.output_cap):
                         poller.unregister(fd)
                         at_end.append(fd)
                     elif totals[fd] > spec.output_cap and result.killed is None:
                         self._kill(pid, result, "output")
-                done, status, usage = _try_reap(pid)
+                done, status, usage = try_reap(pid)
                 if done:
                     exited, result.status, rusage = True, status, usage
         finally:
             if pidfd is not None:
                 os.close(pidfd)
+            judged = False
+            if helper is not None:
+                if exited:
+                    reader.drain()  # the judge is gone: all its records are in the pipe
+                judged = result.active == "done" and result.killed is None
+                self._end_helper(helper, result, judged=judged)
             if finished and not exited:
                 self._unreaped.append(pid)  # reaped by finish(), after the reply
             else:
                 if not exited:
                     self._kill(pid, result, result.killed or "timeout")
                     _, result.status, rusage = os.wait4(pid, 0)
-                self.kill_leftovers(pid)
+                if not judged:  # (judged: the program process is killed, and the rest, by finish())
+                    self.kill_leftovers(pid)
         # The pipes hold all the job wrote before its final record (and, if it is dead, all
         # there will ever be). Output written later, by a leftover process, does not count.
         for fd, buf in outputs.items():
             for _ in range(0 if fd in at_end else 64):  # bounded: a leftover daemon may still be writing
-                if not (_ready(fd) and _read_output(fd, buf, totals, spec.output_cap)):
+                if not (fd_ready(fd) and read_output(fd, buf, totals, spec.output_cap)):
                     break
         reader.drain(final=True)
         if reader.overflowed and result.killed is None:
             result.killed = "channel"
-        if rusage is not None:
+        if rusage is not None and not result.helper_usage:
             result.cpu_time_s = rusage.ru_utime + rusage.ru_stime
             result.max_rss_kb = rusage.ru_maxrss
         if result.killed is None and max(totals.values()) > spec.output_cap:
@@ -357,7 +281,7 @@ class Supervisor:
         result.stdout, result.stderr = bytes(outputs[out_r]), bytes(outputs[err_r])
         result.stdout_total, result.stderr_total = totals[out_r], totals[err_r]
         if not result.ready and result.infra_error is None:
-            result.infra_error = _describe_start_failure(result)
+            result.infra_error = describe_start_failure(result)
         return result
 
     def _kill(self, pid: int, result: RunResult | None, reason: str) -> None:
@@ -370,10 +294,13 @@ class Supervisor:
                 pass
 
     def kill_leftovers(self, pid: int) -> None:
-        """Kill and reap every process the job left behind (daemons, setsid grandchildren)."""
-        if not _reap_all():
-            # No child left, so nothing of the job is: a process whose parent dies is
-            # re-parented to this one (PID 1 of the namespace, or child subreaper).
+        """Kill and reap every process the job left behind (daemons, setsid grandchildren).
+
+        A process whose parent dies is re-parented to this one (PID 1 of the worker's
+        namespace, or child subreaper), so once this process's only child is the zygote,
+        nothing of the job is left.
+        """
+        if not self._leftovers():
             return
         try:
             REAL.killpg(pid, signal.SIGKILL)
@@ -381,123 +308,25 @@ class Supervisor:
             pass
         give_up = time.monotonic() + 5.0
         while time.monotonic() < give_up:
-            if self.is_pid1:
+            left = self._leftovers()
+            if not left:
+                return
+            for child in left:
                 try:
-                    REAL.kill(-1, signal.SIGKILL)  # PID 1 of our own namespace: all of the job's processes
+                    REAL.kill(child, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            else:
-                for child in _children_of_self():
-                    try:
-                        REAL.kill(child, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-            if not _reap_all():
-                return
             time.sleep(0.001)
 
-
-def _read_output(fd: int, buf: bytearray, totals: dict[int, int], cap: int) -> bool:
-    """Read what is available on ``fd``, keeping at most ``cap`` bytes; False at end of file."""
-    try:
-        data = os.read(fd, 1 << 16)
-    except OSError:
-        return False
-    if not data:
-        return False
-    totals[fd] += len(data)
-    room = cap - len(buf)
-    if room > 0:
-        buf += data[:room]
-    return True
+    def _leftovers(self) -> list[int]:
+        """Reap the children that exited; the others, but the zygote."""
+        if not reap_all(self.zygote.pid):
+            return []
+        return [child for child in children_of_self() if child != self.zygote.pid]
 
 
-def _ready(fd: int) -> bool:
-    try:
-        return bool(select.select([fd], [], [], 0)[0])
-    except (OSError, ValueError):
-        return False
-
-
-def _child_main(spec: RunSpec, nonce: str, res_w: int) -> None:  # pragma: no cover - in the child
-    fd = res_w
-    try:
-        confine(spec.child)
-        fd = RESULT_FD
-        run_job_process(spec.job, nonce, spec.mode, spec.indices)
-    except BaseException:  # noqa: BLE001
-        try:
-            import json
-
-            detail = traceback.format_exc(limit=5)[-2000:]
-            line = f"{nonce} infra -1 0 0 " + json.dumps({"error": "job process set-up failed: " + detail}) + "\n"
-            os.write(fd, line.encode("ascii", "backslashreplace"))
-        finally:
-            os._exit(INFRA_EXIT_CODE)
-    os._exit(INFRA_EXIT_CODE)
-
-
-def _stdin_fd(data: bytes) -> int:
-    try:
-        fd = os.memfd_create("stdin", 0)
-    except (AttributeError, OSError):  # pragma: no cover - memfd needs Linux >= 3.17
-        path = f"/tmp/.stdin-{os.urandom(8).hex()}"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        REAL.unlink(path)
-    P.write_all(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
+def _memfd(payload: dict[str, Any]) -> int:
+    """A memfd holding ``payload`` as JSON: what a spawned process reads before it is confined."""
+    fd = os.memfd_create("job", os.MFD_CLOEXEC)
+    P.write_all(fd, json.dumps(payload).encode("utf-8", "surrogatepass"))
     return fd
-
-
-def _pidfd_open(pid: int) -> int | None:
-    try:
-        return REAL.pidfd_open(pid)
-    except (AttributeError, OSError):  # pragma: no cover - Linux < 5.3: poll with a short period
-        return None
-
-
-def _try_reap(pid: int) -> tuple[bool, int | None, Any]:
-    try:
-        got, status, usage = os.wait4(pid, os.WNOHANG)
-    except ChildProcessError:  # pragma: no cover
-        return True, None, None
-    if got == 0:
-        return False, None, None
-    return True, status, usage
-
-
-def _reap_all() -> bool:
-    """Reap every exited child; True if some children remain."""
-    while True:
-        try:
-            got, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return False
-        if got == 0:
-            return True
-
-
-def _children_of_self() -> list[int]:
-    pids: list[int] = []
-    me = os.getpid()
-    try:
-        for tid in os.listdir(f"/proc/{me}/task"):
-            with open(f"/proc/{me}/task/{tid}/children") as f:
-                pids.extend(int(p) for p in f.read().split())
-    except OSError:  # pragma: no cover - kernels without CONFIG_PROC_CHILDREN: scan /proc
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
-                            pids.append(int(entry))
-                except (OSError, ValueError, IndexError):
-                    continue
-    return pids
-
-
-def _describe_start_failure(result: RunResult) -> str:
-    if result.killed == "start":
-        return f"the job process did not start within {START_TIMEOUT_S:g} s"
-    how = f"exit code {result.exit_code}" if result.exit_code is not None else f"signal {result.signal}"
-    return f"the job process died during set-up ({how})"

@@ -1,0 +1,57 @@
+"""Length-prefixed messages between a job's judge and its program process (a socket pair).
+
+Both sides use raw descriptors. The judge treats everything it reads as hostile: a message
+above ``limit`` bytes, or a peer that hangs up, raises :class:`ChannelClosed`.
+"""
+
+from __future__ import annotations
+
+import os
+
+MAX_MESSAGE_BYTES = 64 << 20
+
+
+class ChannelClosed(Exception):
+    """The peer hung up, or broke the framing."""
+
+
+class ChannelAbuse(ChannelClosed):
+    """The peer sent something that is not a message of the protocol (a flood, junk)."""
+
+
+class Channel:
+    def __init__(self, fd: int, limit: int = MAX_MESSAGE_BYTES) -> None:
+        self.fd = fd
+        self.limit = limit
+        self._read, self._write = os.read, os.write  # bound now: the program may patch os later
+
+    def send(self, data: bytes) -> None:
+        view = memoryview(len(data).to_bytes(4, "big") + data)
+        write, fd = self._write, self.fd
+        try:
+            while view:
+                view = view[write(fd, view):]
+        except OSError as exc:
+            raise ChannelClosed(str(exc)) from None
+
+    def recv(self) -> bytes:
+        size = int.from_bytes(self._exactly(4), "big")
+        if size > self.limit:
+            raise ChannelAbuse(f"a message of {size} bytes (limit {self.limit})")
+        return self._exactly(size)
+
+    def _exactly(self, n: int) -> bytes:
+        read, fd = self._read, self.fd
+        parts, got = [], 0
+        while got < n:
+            try:
+                chunk = read(fd, min(n - got, 1 << 20))
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from None
+            if not chunk:
+                raise ChannelClosed("the peer hung up")
+            parts.append(chunk)
+            got += len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -1,0 +1,107 @@
+"""Small process and descriptor helpers of the fork server: reading output pipes, the stdin
+of a run, pidfds, reaping, and listing this process's children.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+from typing import Any
+
+from . import protocol as P
+from .guard import REAL
+from .records import START_TIMEOUT_S, RunResult
+
+
+def read_output(fd: int, buf: bytearray, totals: dict[int, int], cap: int) -> bool:
+    """Read what is available on ``fd``, keeping at most ``cap`` bytes; False at end of file."""
+    try:
+        data = os.read(fd, 1 << 16)
+    except OSError:
+        return False
+    if not data:
+        return False
+    totals[fd] += len(data)
+    room = cap - len(buf)
+    if room > 0:
+        buf += data[:room]
+    return True
+
+
+def fd_ready(fd: int) -> bool:
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
+
+
+def make_stdin_fd(data: bytes) -> int:
+    try:
+        fd = os.memfd_create("stdin", 0)
+    except (AttributeError, OSError):  # pragma: no cover - memfd needs Linux >= 3.17
+        path = f"/tmp/.stdin-{os.urandom(8).hex()}"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        REAL.unlink(path)
+    P.write_all(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def pidfd_open(pid: int) -> int | None:
+    try:
+        return REAL.pidfd_open(pid)
+    except (AttributeError, OSError):  # pragma: no cover - Linux < 5.3: poll with a short period
+        return None
+
+
+def try_reap(pid: int) -> tuple[bool, int | None, Any]:
+    try:
+        got, status, usage = os.wait4(pid, os.WNOHANG)
+    except ChildProcessError:  # pragma: no cover
+        return True, None, None
+    if got == 0:
+        return False, None, None
+    return True, status, usage
+
+
+def reap_all(zygote: int) -> bool:
+    """Reap every exited child; True if some children remain, besides ``zygote``.
+
+    The zygote exiting means the worker cannot go on: the fork server exits (the caller then
+    starts a fresh worker).
+    """
+    while True:
+        try:
+            got, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if got == zygote:
+            os._exit(4)
+        if got == 0:
+            return len(children_of_self()) > 1
+
+
+def children_of_self() -> list[int]:
+    pids: list[int] = []
+    me = os.getpid()
+    try:
+        for tid in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{tid}/children") as f:
+                pids.extend(int(p) for p in f.read().split())
+    except OSError:  # pragma: no cover - kernels without CONFIG_PROC_CHILDREN: scan /proc
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                            pids.append(int(entry))
+                except (OSError, ValueError, IndexError):
+                    continue
+    return pids
+
+
+def describe_start_failure(result: RunResult) -> str:
+    if result.killed == "start":
+        return f"the job process did not start within {START_TIMEOUT_S:g} s"
+    how = f"exit code {result.exit_code}" if result.exit_code is not None else f"signal {result.signal}"
+    return f"the job process died during set-up ({how})"

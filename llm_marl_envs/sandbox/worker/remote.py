@@ -1,0 +1,259 @@
+"""The judge's view of the program: references to its objects, and the link they call through.
+
+:class:`Remote` stands, in the tests' namespace, for a function, class or object of the
+program: calling it (or iterating it, indexing it, ...) sends a request over the socket pair
+(:class:`Link`) and rebuilds the answer from plain data (:mod:`.plaindata`). An exception the
+program raised is rebuilt as a class of the same name derived from the same builtin
+exception (:func:`remote_exception`). Nothing here runs code of the program.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import sys
+from typing import Any
+
+from .channel import ChannelAbuse, ChannelClosed
+from .harness import _PRISTINE_BUILTINS, BoundedText
+from .plaindata import NotPlainData, from_tree, to_tree
+
+
+class ResultNotPlainData(Exception):
+    """A test compared (or tested the truth of) an object that is not plain data."""
+
+
+class ProgramGone(BaseException):
+    """The program process died (``abuse=False``: stop without a verdict, the fork server tells
+    why) or broke the protocol (``abuse=True``: the program wrote junk into the channel)."""
+
+    def __init__(self, message: str, abuse: bool = False) -> None:
+        super().__init__(message)
+        self.abuse = abuse
+
+
+class Link:
+    """The judge's end of the socket pair; counts the program's output and CPU per test.
+
+    ``pending``: the planned calls (..callplan) whose replies are on their way, as
+    ``(test index, global name, args, kwargs)``; the test running now is ``current``.
+    """
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+        self.cpu = 0.0
+        self.pending: collections.deque[tuple[int, str, Any, Any]] = collections.deque()
+        self.current = -1
+        self.prefetch = True
+
+    def send(self, request: dict[str, Any]) -> None:
+        try:
+            self.channel.send(json.dumps(request, allow_nan=True).encode("utf-8", "surrogatepass"))
+        except ChannelClosed as exc:
+            raise ProgramGone(str(exc)) from None
+
+    def ask(self, request: dict[str, Any]) -> Any:
+        self.send(request)
+        return self.receive()
+
+    def planned(self, name: str, args: Any, kwargs: Any) -> bool:
+        """Whether the next planned call is this one (then its reply is the next to receive)."""
+        if not self.pending:
+            return False
+        test, planned_name, planned_args, planned_kwargs = self.pending[0]
+        if test == self.current and planned_name == name and planned_args == args and planned_kwargs == kwargs:
+            self.pending.popleft()
+            return True
+        self.abandon()
+        return False
+
+    def abandon(self) -> None:
+        """Not the planned call: receive (and drop) the rest of the batch; live calls from now on."""
+        self.prefetch = False
+        self.skip_until(None)
+
+    def skip_until(self, test: int | None) -> None:
+        """Drop the replies of planned calls (of tests before ``test``; None: all) not made."""
+        while self.pending and (test is None or self.pending[0][0] < test):
+            self.pending.popleft()
+            try:
+                self.receive()
+            except ProgramGone:
+                raise
+            except BaseException:  # noqa: BLE001 - the program's exception, for a call not made
+                pass
+
+    def receive(self) -> Any:
+        try:
+            reply = json.loads(self.channel.recv())
+        except ChannelAbuse as exc:
+            raise ProgramGone(str(exc), abuse=True) from None
+        except ChannelClosed as exc:
+            raise ProgramGone(str(exc)) from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ProgramGone(str(exc), abuse=True) from None
+        if type(reply) is not dict:
+            raise ProgramGone("malformed reply", abuse=True)
+        if "skip" in reply:
+            return None, None
+        cpu = reply.get("c")
+        if type(cpu) is float and cpu > 0:
+            self.cpu += cpu
+        output = reply.get("o")
+        if type(output) is list and len(output) == 4:
+            _add_output(sys.stdout, output[0], output[1])
+            _add_output(sys.stderr, output[2], output[3])
+        if "x" in reply:
+            raise remote_exception(reply["x"])
+        try:
+            value = from_tree(reply.get("r"), self._deref)
+            changed = reply.get("m")
+            return value, changed
+        except (NotPlainData, RecursionError) as exc:
+            raise ResultNotPlainData(f"the program sent something that is not plain data: {exc}") from None
+
+    def _deref(self, tag: str, data: Any) -> Any:
+        if tag == "h" and type(data) is int:
+            return Remote(self, {"h": data}, None)
+        raise NotPlainData(f"unknown tag {tag!r}")
+
+
+def _add_output(stream: Any, text: Any, total: Any) -> None:
+    if isinstance(stream, BoundedText) and type(text) is str and type(total) is int:
+        stream.write(text)
+        stream.total += max(0, total - len(text))
+
+
+def _target_tree(value: Any) -> Any:
+    if isinstance(value, Remote):
+        return value._sbx_ref
+    raise NotPlainData(f"a {type(value).__name__} defined by the test cannot be passed to the program")
+
+
+class Remote:
+    """Something of the program's: a global (by name) or an object it keeps (by reference)."""
+
+    __slots__ = ("_sbx_link", "_sbx_ref", "__name__")
+
+    def __init__(self, link: Link, ref: dict[str, Any], name: str | None) -> None:
+        object.__setattr__(self, "_sbx_link", link)
+        object.__setattr__(self, "_sbx_ref", ref)
+        object.__setattr__(self, "__name__", name or "<object of the program>")
+
+    def _sbx_op(self, op: str, **fields: Any) -> Any:
+        value, _changed = self._sbx_link.ask({"op": op, "t": self._sbx_ref, **fields})
+        return value
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            request = {"op": "call", "t": self._sbx_ref, "a": to_tree(list(args), _target_tree),
+                       "k": to_tree(kwargs, _target_tree)}
+        except NotPlainData as exc:
+            raise TypeError(f"cannot pass this argument to the program: {exc}") from None
+        link = self._sbx_link
+        ref = self._sbx_ref
+        if link.pending and "g" in ref and link.planned(ref["g"], request["a"], request["k"]):
+            value, changed = link.receive()
+        else:
+            value, changed = link.ask(request)
+        if type(changed) is list:
+            _apply_changes(args, kwargs, changed, self._sbx_link._deref)
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._sbx_op("getattr", n=name)
+
+    def __iter__(self) -> Any:
+        iterator = self._sbx_op("iter")
+        if not isinstance(iterator, Remote):
+            return iter(iterator)
+        return _RemoteIterator(iterator)
+
+    def __len__(self) -> int:
+        value = self._sbx_op("len")
+        if type(value) is not int:
+            raise ResultNotPlainData("len() of an object of the program did not give an int")
+        return value
+
+    def __getitem__(self, key: Any) -> Any:
+        try:
+            tree = to_tree(key, _target_tree)
+        except NotPlainData as exc:
+            raise TypeError(f"cannot pass this key to the program: {exc}") from None
+        return self._sbx_op("getitem", k=tree)
+
+    def __str__(self) -> str:
+        value = self._sbx_op("str")
+        return value if type(value) is str else ""
+
+    def __repr__(self) -> str:
+        value = self._sbx_op("repr")
+        return value if type(value) is str else ""
+
+    # Comparisons and hashing are the judge's own, by identity (``object``'s): an object of the
+    # program is equal to nothing but itself, whatever its class says.
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        if "g" in self._sbx_ref:  # a function or class of the program: true, as in Python
+            return True
+        raise ResultNotPlainData(
+            f"{self.__name__} is not plain data (builtin types only): the sandbox does not test its "
+            "truth, since that would run the program's own __bool__")
+
+
+class _RemoteIterator:
+    def __init__(self, remote: Remote) -> None:
+        self._remote = remote
+
+    def __iter__(self) -> _RemoteIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return self._remote._sbx_op("next")
+
+
+def _apply_changes(args: tuple[Any, ...], kwargs: dict[str, Any], changed: list[Any], deref: Any) -> None:
+    """Mirror the program's in-place changes of mutable arguments (``xs.sort()``) on ours."""
+    for item in changed:
+        if type(item) is not list or len(item) != 2:
+            continue
+        where, tree = item
+        if type(where) is int and 0 <= where < len(args):
+            mine = args[where]
+        elif type(where) is str and where in kwargs:
+            mine = kwargs[where]
+        else:
+            continue
+        try:
+            new = from_tree(tree, deref)
+        except NotPlainData:
+            continue
+        if type(mine) is not type(new) or mine == new:
+            continue
+        if type(mine) in (list, bytearray):
+            mine[:] = new
+        else:
+            mine.clear()
+            mine.update(new)
+
+
+def remote_exception(info: Any) -> BaseException:
+    if type(info) is not list or len(info) != 4 or not all(type(x) is str for x in info):
+        return ProgramGone("malformed exception", abuse=True)
+    name, base_name, message, tb = info
+    base = _PRISTINE_BUILTINS.get(base_name)
+    if not (isinstance(base, type) and issubclass(base, BaseException)) or base in (ProgramGone,):
+        base = Exception
+    try:
+        klass = type(name if name.isidentifier() else base.__name__, (base,),
+                     {"_sbx_traceback": tb, "__module__": "builtins" if name == base_name else "solution"})
+        exc = klass(message)
+    except TypeError:  # a base that cannot be subclassed or built from one message
+        exc = Exception(message)
+        exc._sbx_traceback = tb  # type: ignore[attr-defined]
+    return exc
