@@ -167,7 +167,7 @@ class LogConfig:
     log_every: int = 10
     progress: bool = True
     plot: bool = True
-    #: also write each step's sample table (can be large)
+    #: also write each step's sample table to samples/step_<k>.jsonl (all ranks' rows; can be large)
     save_samples: bool = False
 
 

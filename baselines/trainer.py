@@ -10,12 +10,18 @@ One optimizer step (:meth:`Trainer.train_step`):
 
 Metrics (:mod:`baselines.step_metrics`) are logged by AGENT name, plus generation and training
 tokens/s. Set-up helpers (tokenizer corpus, team, run folder) live in :mod:`baselines.trainer_setup`.
+
+Data parallelism (:mod:`baselines.distributed`, docs/scaling.md): given a :class:`DistContext` of
+several ranks, each rank rolls out its share of the step's tasks, the sample tables are gathered,
+advantages are computed on the whole table, and the update sums gradients across ranks; only rank 0
+writes logs, checkpoints and plots.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +33,7 @@ from baselines import rollout
 from baselines.advantages import AdvantageResult, compute_advantages
 from baselines.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from baselines.config import TrainConfig, save_config
+from baselines.distributed import DistContext
 from baselines.generation import GenerationConfig, TransformersBackend
 from baselines.metrics import MetricsLogger, read_jsonl
 from baselines.policies import Team
@@ -47,33 +54,56 @@ from baselines.update import ParamSet, Updater, make_param_sets  # noqa: F401  (
 class Trainer:
     """Trains a :class:`~baselines.policies.Team` on one registered environment (module docstring)."""
 
-    def __init__(self, config: TrainConfig, run_dir: str | Path | None = None, *, team: Team | None = None) -> None:
+    def __init__(self, config: TrainConfig, run_dir: str | Path | None = None, *, team: Team | None = None,
+                 dist: DistContext | None = None) -> None:
         self.config = config
-        self.run_dir = Path(run_dir) if run_dir is not None else default_run_dir(config)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.dist = dist = dist or DistContext.single()
+        if dist.active and config.loss.loss_agg_mode == "seq-mean-token-sum-norm" and config.loss.norm_len is None:
+            raise ValueError("data-parallel training needs loss.norm_len with seq-mean-token-sum-norm "
+                             "(the padded length it falls back to differs between ranks)")
+        self.run_dir = Path(dist.broadcast_object(str(run_dir if run_dir is not None else default_run_dir(config))))
+        if dist.is_main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        dist.barrier()
         seed_everything(config.seed)
         spec = llm_marl_envs.spec(config.env.name)
         self.env_module = spec.load()
         self.pool = rollout.EnvPool(lambda: spec.make(**config.env.kwargs))
         self.agents = list(self.pool.take(1)[0].unwrapped.possible_agents)
         self.pool.release()
-        if team is None:
-            env = spec.make(**config.env.kwargs)
-            team = build_team(config, self.agents, env_texts(env, self.env_module), self.run_dir, env=env)
-        self.team = team
+        self.team = team if team is not None else self._build_team(spec)
         g = config.generation
-        # the backend samples call i with seed (gen seed + i): reproducible, and resumable by its call counter
+        # the backend samples call i with seed (gen seed + i): reproducible, and resumable by its call counter;
+        # each rank has its own stream
         self.gen_config = GenerationConfig(max_new_tokens=g.max_new_tokens, temperature=g.temperature,
-                                           top_p=g.top_p, top_k=g.top_k, seed=config.seed * 1_000_003 + 1)
+                                           top_p=g.top_p, top_k=g.top_k,
+                                           seed=config.seed * 1_000_003 + 1 + dist.rank * 1_000_000_007)
         self.backend = self._make_backend()
         self.param_sets = make_param_sets(config, self.team, self.agents)
-        self.updater = Updater(config, self.team, self.agents, self.gen_config, self.param_sets)
+        for pset in self.param_sets:  # every rank starts from rank 0's weights
+            dist.broadcast_params(pset.params)
+        self.updater = Updater(config, self.team, self.agents, self.gen_config, self.param_sets, dist)
         self.task_rng = np.random.default_rng(config.seed)
         self.mode = config.rollout_mode
         self.step = 0
         self._chance: float | None = None
 
     # -------------------------------------------------------------------- construction
+    def _build_team(self, spec: Any) -> Team:
+        """:func:`build_team`; with several ranks, rank 0 builds the tiny model and the others load it."""
+        config = self.config
+        env = spec.make(**config.env.kwargs)
+        texts = env_texts(env, self.env_module)
+        wait = config.model.path is None and not self.dist.is_main
+        if wait:  # rank 0 builds the tiny model first, then the other ranks load what it saved
+            self.dist.barrier()
+            tiny_dir = Path(config.model.tiny_dir) if config.model.tiny_dir else self.run_dir / "tiny_model"
+            config = dataclasses.replace(config, model=dataclasses.replace(config.model, path=str(tiny_dir)))
+        team = build_team(config, self.agents, texts, self.run_dir, env=env)
+        if not wait:
+            self.dist.barrier()
+        return team
+
     def _make_backend(self) -> Any:
         g = self.config.generation
         if g.backend == "vllm":
@@ -98,7 +128,7 @@ class Trainer:
     def train_step(self) -> dict[str, float]:
         """Rollout, advantages and update for one optimizer step; returns the step's metrics."""
         t0 = time.perf_counter()
-        result = self.collect(self.next_tasks())
+        result = self.dist.gather_rollout(self.collect(self.dist.shard(self.next_tasks())))
         t1 = time.perf_counter()
         table = result.table
         adv = compute_advantages(table, self.config.scheme, self.config.advantage)
@@ -106,6 +136,9 @@ class Trainer:
         self.backend.sync_weights()  # no-op for transformers; pushes weights into vLLM engines
         t2 = time.perf_counter()
         self.step += 1
+        if self.config.log.save_samples and self.dist.is_main:  # the whole step's table, all ranks' rows
+            (self.run_dir / "samples").mkdir(exist_ok=True)
+            table.to_jsonl(self.run_dir / "samples" / f"step_{self.step}.jsonl")
         metrics = step_metrics(result, adv, update, self.agents, self.config.advantage)
         metrics.update({
             "time/rollout_s": t1 - t0, "time/update_s": t2 - t1, "time/step_s": t2 - t0,
@@ -128,12 +161,12 @@ class Trainer:
         Uses its own seeded backend, so evaluating never changes the training run's random streams."""
         rng = np.random.default_rng(seed)
         tasks = [rollout.Task(int(s)) for s in rng.integers(2**31 - 1, 2**32 - 1, size=n_episodes)]
-        backend = TransformersBackend(self.team, dataclasses.replace(self.gen_config, seed=seed),
+        backend = TransformersBackend(self.team, dataclasses.replace(self.gen_config, seed=seed + self.dist.rank),
                                       max_batch_size=self.config.generation.max_batch_size or None)
         with torch.no_grad():
-            result = rollout.sample("episodes", self.pool, tasks, backend, group_size=1,
+            result = rollout.sample("episodes", self.pool, self.dist.shard(tasks), backend, group_size=1,
                                     max_steps=self.config.rollout.max_steps_per_episode)
-        return mean(result.returns)
+        return mean([r for part in self.dist.all_gather_object(result.returns) for r in part])
 
     def chance(self) -> float:
         """Mean return of the env's scripted random policy (cached)."""
@@ -144,26 +177,48 @@ class Trainer:
 
     # -------------------------------------------------------------------- checkpoints
     def state(self) -> dict[str, Any]:
+        """Everything the next step depends on; with several ranks (a collective call), the weights and
+        optimizer states (the same on every rank) plus each rank's RNG states and generation counter."""
+        per_rank = self.dist.all_gather_object((rng_state(self.task_rng), getattr(self.backend, "_calls", 0)))
         return {
             "team": self.team.state_dict(),
             "optimizers": {str(s.key): s.optimizer.state_dict() for s in self.param_sets},
-            "rng": rng_state(self.task_rng),
-            "generation_calls": getattr(self.backend, "_calls", 0),
+            "rng": per_rank[0][0],
+            "generation_calls": per_rank[0][1],
+            "world_size": self.dist.world_size,
+            "rng_per_rank": [r for r, _ in per_rank],
+            "generation_calls_per_rank": [c for _, c in per_rank],
             "config": self.config.to_dict(),
         }
 
     def save(self) -> Path:
-        return save_checkpoint(self.run_dir, self.step, self.state())
+        """Write a checkpoint (rank 0 writes; every rank must call it) and return its path."""
+        state = self.state()
+        path = save_checkpoint(self.run_dir, self.step, state) if self.dist.is_main else None
+        return Path(self.dist.broadcast_object(str(path)))  # also: nobody goes on before the file exists
 
     def load(self, path: str | Path) -> None:
-        """Restore weights, optimizer states, RNG states and the step counter (exact resume)."""
+        """Restore weights, optimizer states, RNG states and the step counter (exact resume).
+
+        Each rank of a run with as many ranks as the checkpoint's writer restores its own RNG states and
+        generation counter; with another number of ranks, every rank takes rank 0's RNG states and
+        the largest counter: training goes on correctly, but its sampling differs from an uninterrupted run."""
         ckpt = load_checkpoint(path)
         self.team.load_state_dict(ckpt["team"])
         for s in self.param_sets:
             s.optimizer.load_state_dict(ckpt["optimizers"][str(s.key)])
-        set_rng_state(ckpt["rng"], self.task_rng)
+        written_by = int(ckpt.get("world_size", 1))
+        rngs = ckpt.get("rng_per_rank", [ckpt["rng"]])
+        calls = ckpt.get("generation_calls_per_rank", [ckpt["generation_calls"]])
+        if written_by == self.dist.world_size:
+            rng, n_calls = rngs[self.dist.rank], calls[self.dist.rank]
+        else:
+            warnings.warn(f"checkpoint written by {written_by} rank(s), resumed on {self.dist.world_size}: "
+                          "the run goes on, but not bit-for-bit as an uninterrupted run", stacklevel=2)
+            rng, n_calls = rngs[0], max(calls)
+        set_rng_state(rng, self.task_rng)
         if hasattr(self.backend, "_calls"):  # the backend seeds call i with (seed + i)
-            self.backend._calls = int(ckpt["generation_calls"])
+            self.backend._calls = int(n_calls)
         self.step = int(ckpt["step"])
 
     # -------------------------------------------------------------------- the run
@@ -176,43 +231,50 @@ class Trainer:
         cfg = self.config
         if resume is not None:
             self.load(resume)
-        save_config(cfg, self.run_dir / "config.yaml")
-        logger = MetricsLogger(self.run_dir, tensorboard=cfg.log.tensorboard, wandb=cfg.log.wandb,
-                               wandb_project=cfg.log.wandb_project, config=cfg.to_dict(), resume_step=self.step)
+        main = self.dist.is_main  # only rank 0 writes logs, checkpoints and plots
+        logger = None
+        if main:
+            save_config(cfg, self.run_dir / "config.yaml")
+            logger = MetricsLogger(self.run_dir, tensorboard=cfg.log.tensorboard, wandb=cfg.log.wandb,
+                                   wandb_project=cfg.log.wandb_project, config=cfg.to_dict(), resume_step=self.step)
         chance = self.chance()
         start = time.perf_counter()
         recent: list[float] = []
-        bar = tqdm(total=cfg.steps, initial=self.step, disable=not cfg.log.progress, desc=cfg.scheme,
+        bar = tqdm(total=cfg.steps, initial=self.step, disable=not (cfg.log.progress and main), desc=cfg.scheme,
                    dynamic_ncols=True)
         try:
             while self.step < cfg.steps:
                 metrics = self.train_step()
                 metrics["time/elapsed_s"] = time.perf_counter() - start
-                logger.log(self.step, metrics)
+                if logger is not None:
+                    logger.log(self.step, metrics)
                 recent = (recent + [metrics["reward"]])[-3:]
                 bar.update(1)
                 bar.set_postfix(reward=f"{metrics['reward']:.3f}", step_s=f"{metrics['time/step_s']:.2f}")
-                if cfg.log.log_every and self.step % cfg.log.log_every == 0:
+                if main and cfg.log.log_every and self.step % cfg.log.log_every == 0:
                     bar.write(progress_line(self.step, metrics, self.agents))
                 if cfg.log.save_every and self.step % cfg.log.save_every == 0:
                     self.save()
                 if cfg.target_reward is not None and len(recent) == 3 and mean(recent) >= cfg.target_reward:
-                    bar.write(f"target reward {cfg.target_reward} reached at step {self.step}")
+                    if main:  # the gathered reward is the same on every rank: they all stop here
+                        bar.write(f"target reward {cfg.target_reward} reached at step {self.step}")
                     break
         finally:
             bar.close()
         final = self.evaluate(eval_episodes) if eval_episodes else float("nan")
         wall = time.perf_counter() - start
-        logger.log(self.step, {"eval/reward": final, "eval/chance": chance, "time/elapsed_s": wall})
-        logger.close()
         self.save()
-        self.team.save(self.run_dir / "team")
         plot = None
-        if cfg.log.plot:
-            plot = plot_run(read_jsonl(self.run_dir / "metrics.jsonl"), self.run_dir / "curves.png",
-                            title=f"{cfg.env.name} / {cfg.scheme}", chance=chance)
-        print(f"final reward {final:.3f} (chance {chance:.2f}) after {self.step} steps in {wall:.0f}s "
-              f"[{cfg.scheme} on {cfg.env.name}; eval over {eval_episodes} episodes] -> {self.run_dir}",
-              flush=True)
+        if logger is not None:
+            logger.log(self.step, {"eval/reward": final, "eval/chance": chance, "time/elapsed_s": wall})
+            logger.close()
+            self.team.save(self.run_dir / "team")
+            if cfg.log.plot:
+                plot = plot_run(read_jsonl(self.run_dir / "metrics.jsonl"), self.run_dir / "curves.png",
+                                title=f"{cfg.env.name} / {cfg.scheme}", chance=chance)
+            print(f"final reward {final:.3f} (chance {chance:.2f}) after {self.step} steps in {wall:.0f}s "
+                  f"[{cfg.scheme} on {cfg.env.name}; eval over {eval_episodes} episodes] -> {self.run_dir}",
+                  flush=True)
+        self.dist.barrier()
         return {"final_reward": final, "chance": chance, "steps": self.step, "wall_s": wall,
                 "run_dir": str(self.run_dir), "plot": str(plot) if plot else None}

@@ -6,6 +6,11 @@ get their own forward pass and loss (:func:`baselines.loss.policy_loss`); the se
 row-weighted sum over its agents, and each agent's gradient norm is measured on its own loss, so
 a shared model still logs per-agent gradient norms. Then: clip the set's gradient norm, skip the
 update if it is not finite, step.
+
+Under data parallelism (:mod:`baselines.distributed`) each agent's rows of a minibatch are dealt
+round-robin to the ranks, each rank's loss is scaled by its share of the rows / tokens, and the
+per-agent gradients are summed across ranks before they are accumulated, so every rank steps with
+the single-process gradient.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from baselines.advantages import AdvantageResult
 from baselines.config import TrainConfig
+from baselines.distributed import DistContext
 from baselines.generation import GenerationConfig
 from baselines.loss import policy_loss
 from baselines.policies import PolicyKey, Team
@@ -64,8 +70,9 @@ class Updater:
     """Runs ``optim.epochs`` passes of minibatch updates of ``param_sets`` over a sample table."""
 
     def __init__(self, config: TrainConfig, team: Team, agents: list[str], gen_config: GenerationConfig,
-                 param_sets: list[ParamSet]) -> None:
+                 param_sets: list[ParamSet], dist: DistContext | None = None) -> None:
         self.config = config
+        self.dist = dist or DistContext.single()
         self.team = team
         self.agents = agents
         self.gen_config = gen_config
@@ -80,6 +87,7 @@ class Updater:
         old_all = self.old_logprobs(table, rows) if o.recompute_old_logprobs else None
         per_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         per_set: dict[str, list[float]] = defaultdict(list)
+        pending: list[tuple[str, int, dict[str, float]]] = []
         skipped = 0
         train_tokens = 0
         start = time.perf_counter()
@@ -98,17 +106,27 @@ class Updater:
                         idx = set_rows[table.agent[set_rows] == agent]
                         if not len(idx):
                             continue
-                        loss, stats = self.agent_loss(agent, table, idx, advantages, old_all)
                         weight = len(idx) / len(set_rows)
-                        grads = torch.autograd.grad(loss * weight, pset.params, allow_unused=True)
+                        local = idx[self.dist.rank::self.dist.world_size]  # all of idx in one process
+                        stats: dict[str, float] = {}
+                        grads: list[torch.Tensor | None] = [None] * len(pset.params)
+                        if len(local):
+                            scales = self._scales(table, idx, local) if self.dist.active else None
+                            loss, stats = self.agent_loss(agent, table, local, advantages, old_all, scales)
+                            grads = list(torch.autograd.grad(loss * weight, pset.params, allow_unused=True))
+                            train_tokens += int(sum(len(table.prompt_ids[i]) + lengths[i] for i in local))
+                        grads = self.dist.all_reduce_grads(grads, pset.params)
                         norm = grad_norm(grads) / weight
                         for p, g in zip(pset.params, grads):
                             if g is not None:
                                 p.grad = g if p.grad is None else p.grad + g
+                        if self.dist.active:  # reduced across ranks after the loop
+                            per_agent[agent]["grad_norm"].append(norm)
+                            pending.append((agent, len(local), stats))
+                            continue
                         stats["grad_norm"] = norm
                         for k, v in stats.items():
                             per_agent[agent][k].append(v)
-                        train_tokens += int(sum(len(table.prompt_ids[i]) + lengths[i] for i in idx))
                     total = float(torch.nn.utils.clip_grad_norm_(
                         pset.params, o.max_grad_norm if o.max_grad_norm > 0 else float("inf")))
                     per_set[str(pset.key)].append(total)
@@ -121,14 +139,19 @@ class Updater:
         for pset in self.param_sets:
             for p in pset.params:
                 p.grad = None
+        if self.dist.active:
+            train_tokens = self._reduce_stats(pending, train_tokens, per_agent)
         return {"per_agent": per_agent, "per_set": per_set, "skipped": skipped, "train_tokens": train_tokens,
                 "train_seconds": time.perf_counter() - start, "rows": len(rows)}
 
     def agent_loss(
         self, agent: str, table: SampleTable, idx: np.ndarray, advantages: torch.Tensor,
-        old_all: dict[int, torch.Tensor] | None,
+        old_all: dict[int, torch.Tensor] | None, scales: tuple[float, float] | None = None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        """The policy loss of ``agent`` on rows ``idx`` (plus the entropy bonus) and its statistics."""
+        """The policy loss of ``agent`` on rows ``idx`` (plus the entropy bonus) and its statistics.
+
+        ``scales`` (data parallelism): this rank's share (of the rows or tokens the loss and the
+        entropy are averaged over) multiplies the policy loss and the entropy bonus."""
         prompts = [table.prompt_ids[i] for i in idx]
         completions = [table.completion_ids[i] for i in idx]
         temp = self.gen_config.scoring_temperature
@@ -148,9 +171,32 @@ class Updater:
                                   rollout_logprobs=rollout_lp if self.config.loss.tis_cap is not None else None)
         ent = torch.cat(ents) if ents else torch.zeros(0)
         stats["entropy"] = float(ent.detach().mean()) if ent.numel() else float("nan")
+        ent_scale = 1.0
+        if scales is not None:
+            loss, ent_scale = loss * scales[0], scales[1]
         if self.config.optim.entropy_coef and ent.numel():
-            loss = loss - self.config.optim.entropy_coef * ent.mean()
+            loss = loss - self.config.optim.entropy_coef * ent_scale * ent.mean()
         return loss, stats
+
+    def _scales(self, table: SampleTable, idx: np.ndarray, local: np.ndarray) -> tuple[float, float]:
+        """This rank's share of ``idx``: (of what the loss averages over, of the completion tokens)."""
+        lengths = table.completion_lengths
+        tokens = float(lengths[local].sum()) / float(lengths[idx].sum())
+        if self.config.loss.loss_agg_mode == "token-mean":
+            return tokens, tokens
+        return len(local) / len(idx), tokens  # the seq-mean modes average over (non-empty) rows
+
+    def _reduce_stats(self, pending: list[tuple[str, int, dict[str, float]]], train_tokens: int,
+                      per_agent: dict[str, dict[str, list[float]]]) -> int:
+        """Each agent's per-minibatch statistics combined over the ranks (:func:`_combine`, appended to
+        ``per_agent``); returns the ranks' total of trained tokens."""
+        parts = self.dist.all_gather_object((pending, train_tokens))
+        for j, (agent, _, _) in enumerate(pending):
+            entries = [(part[0][j][1], part[0][j][2]) for part in parts if part[0][j][1] > 0]
+            for key in dict.fromkeys(k for _, stats in entries for k in stats):
+                values = [(n, stats[key]) for n, stats in entries if key in stats]
+                per_agent[agent][key].append(_combine(key, values))
+        return sum(part[1] for part in parts)
 
     def old_logprobs(self, table: SampleTable, rows: np.ndarray) -> dict[int, torch.Tensor]:
         """pi_old recomputed by the training forward pass (``optim.recompute_old_logprobs``)."""
@@ -158,13 +204,28 @@ class Updater:
         temp = self.gen_config.scoring_temperature
         with torch.no_grad():
             for agent in self.agents:
-                idx = rows[table.agent[rows] == agent]
+                idx = rows[table.agent[rows] == agent][self.dist.rank::self.dist.world_size]
                 if len(idx):
                     logps, _ = self.team.sequence_logprobs(
                         agent, [table.prompt_ids[i] for i in idx], [table.completion_ids[i] for i in idx],
                         temperature=temp)
                     out.update({int(i): lp.detach().cpu() for i, lp in zip(idx, logps)})
+        if self.dist.active:  # each rank scored its share of the rows
+            for part in self.dist.all_gather_object(out):
+                out.update(part)
         return out
+
+
+def _combine(key: str, values: list[tuple[int, float]]) -> float:
+    """One statistic of the ranks' (rows, value) pairs: counts ``n_*`` add up, ``*_min`` / ``*_max``
+    take the extreme, everything else is the row-weighted mean."""
+    if key.startswith("n_"):
+        return float(sum(v for _, v in values))
+    if key.endswith("_min"):
+        return float(min(v for _, v in values))
+    if key.endswith("_max"):
+        return float(max(v for _, v in values))
+    return sum(n * v for n, v in values) / sum(n for n, _ in values)
 
 
 def grad_norm(grads: tuple[torch.Tensor | None, ...]) -> float:
