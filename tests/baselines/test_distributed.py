@@ -33,6 +33,8 @@ from baselines.config import load_config
 from baselines.samples import SampleTable
 from baselines.trainer import Trainer
 
+pytestmark = pytest.mark.slow  # two launches of 2 processes each (about a minute on a loaded machine)
+
 ROOT = Path(__file__).resolve().parents[2]
 OVERRIDES = ["scheme=dr_mas", "model.sharing=lora", "rollout.tasks_per_step=4", "rollout.group_size=4",
              "optim.epochs=1", "optim.minibatch_size=0", "log.tensorboard=false", "log.plot=false",
