@@ -176,16 +176,23 @@ class EnvWorker:
 
     def play_random(self, n_episodes: int, seed: int) -> dict[str, Any]:
         """``n_episodes`` episodes of the task's scripted random policy over this worker's envs."""
-        rng = np.random.default_rng(seed)
-        steps, returns, start = 0, [], time.perf_counter()
-        for i in range(n_episodes):
-            env = self.envs[i % len(self.envs)]
-            env.reset(seed=seed + i)
-            while not env.unwrapped.record.done:
-                env.step(self.module.random_policy(env, env.agent_selection, rng))
-                steps += 1
-            returns.append(float(env.unwrapped.record.total_reward))
-        return {"steps": steps, "returns": returns, "seconds": time.perf_counter() - start}
+        return play_random(self.envs, self.module, n_episodes, seed)
+
+
+def play_random(envs: list[Any], module: Any, n_episodes: int, seed: int) -> dict[str, Any]:
+    """Episode i (seeded ``seed + i``) of ``module.random_policy`` on ``envs[i % len(envs)]``:
+    total AEC steps, the returns, seconds (what an :class:`EnvWorker` runs; also run locally as
+    the benchmark's reference)."""
+    rng = np.random.default_rng(seed)
+    steps, returns, start = 0, [], time.perf_counter()
+    for i in range(n_episodes):
+        env = envs[i % len(envs)]
+        env.reset(seed=seed + i)
+        while not env.unwrapped.record.done:
+            env.step(module.random_policy(env, env.agent_selection, rng))
+            steps += 1
+        returns.append(float(env.unwrapped.record.total_reward))
+    return {"steps": steps, "returns": returns, "seconds": time.perf_counter() - start}
 
 
 class RayEnvWorkers:
