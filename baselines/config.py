@@ -98,11 +98,15 @@ class GenerationSettings:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
-    backend: Literal["transformers", "vllm"] = "transformers"
+    backend: Literal["transformers", "vllm", "vllm_server"] = "transformers"
     #: max sequences per generate() call (0 = all at once)
     max_batch_size: int = 0
     #: vLLM backend: GPU memory fraction for its engines
     vllm_gpu_memory_utilization: float = 0.4
+    #: vllm_server backend: the running server's address, e.g. http://127.0.0.1:8000
+    vllm_server_url: str | None = None
+    #: vllm_server backend: where adapters are saved for the server to load (None = <run>/vllm_adapters)
+    vllm_adapter_dir: str | None = None
 
 
 @dataclass

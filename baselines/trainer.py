@@ -110,6 +110,14 @@ class Trainer:
             from baselines.generation.vllm_backend import VLLMBackend  # optional dependency
 
             return VLLMBackend(self.team, self.gen_config, gpu_memory_utilization=g.vllm_gpu_memory_utilization)
+        if g.backend == "vllm_server":
+            from baselines.generation.vllm_server import VLLMServerBackend
+
+            if not g.vllm_server_url:
+                raise ValueError("generation.backend=vllm_server needs generation.vllm_server_url")
+            adapters = Path(g.vllm_adapter_dir) if g.vllm_adapter_dir else self.run_dir / "vllm_adapters"
+            return VLLMServerBackend(self.team, self.gen_config, url=g.vllm_server_url,
+                                     adapter_dir=adapters / f"rank{self.dist.rank}", tag=f"r{self.dist.rank}")
         return TransformersBackend(self.team, self.gen_config, max_batch_size=g.max_batch_size or None)
 
     # -------------------------------------------------------------------- one step
