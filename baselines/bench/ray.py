@@ -13,7 +13,8 @@ A private local Ray cluster on 127.0.0.1 is started and stopped by the run.
    local runs of the round). Goal: ratio >= 0.8 (overhead <= 20 %).
 2. Environments: ``--episodes`` episodes of the task's scripted random policy per worker, on N
    Ray env workers at once (each an actor with its own env), against the same loop run in this
-   process: total AEC steps/s and the ratio to the local loop.
+   process, in ``--rounds`` rounds of local, Ray, local: total AEC steps/s (medians) and the
+   median per-round ratio to the local loop (N workers can reach N x only with N idle cores).
 """
 
 from __future__ import annotations
@@ -58,18 +59,29 @@ def bench_sandbox(workers: int | None, rounds: int) -> float:
     return ratio
 
 
-def bench_envs(name: str, n_workers: list[int], episodes: int) -> None:
+def bench_envs(name: str, n_workers: list[int], episodes: int, rounds: int) -> None:
     spec = llm_marl_envs.spec(name)
-    local = play_random([spec.make()], spec.load(), episodes, seed=0)
-    local_rate = local["steps"] / local["seconds"]
-    print(f"env {name}: local loop {local_rate:.0f} steps/s ({episodes} episodes)")
+    env, module = spec.make(), spec.load()
+
+    def local_rate() -> float:
+        played = play_random([env], module, episodes, seed=0)
+        return played["steps"] / played["seconds"]
+
     for n in n_workers:
         workers = RayEnvWorkers(name, n_workers=n, num_cpus=0)
         workers.play_random(5)  # warm-up: the actors exist and have imported the task
-        played = workers.play_random(episodes)
-        rate = played["steps"] / played["seconds"]
-        print(f"  {n} Ray env worker(s): {rate:.0f} steps/s ({played['steps']} steps, {episodes} episodes each),"
-              f" ratio to local {rate / local_rate:.2f}")
+        local_rates, ray_rates, ratios = [], [], []
+        for _ in range(rounds):
+            a = local_rate()
+            played = workers.play_random(episodes)
+            r = played["steps"] / played["seconds"]
+            b = local_rate()
+            local_rates += [a, b]
+            ray_rates.append(r)
+            ratios.append(r / ((a + b) / 2))
+        print(f"env {name}, {n} Ray env worker(s) x {episodes} episodes, {rounds} rounds: "
+              f"{statistics.median(ray_rates):.0f} steps/s; local loop (1 process) "
+              f"{statistics.median(local_rates):.0f} steps/s; ratio (median per round) {statistics.median(ratios):.2f}")
         workers.close()
 
 
@@ -79,12 +91,12 @@ def main(argv: list[str] | None = None) -> float:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--env", default="toy/signal_game_v0")
     parser.add_argument("--env-workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--episodes", type=int, default=5000)
+    parser.add_argument("--episodes", type=int, default=3000)
     parser.add_argument("--num-cpus", type=int, default=2, help="CPUs the local Ray cluster may schedule")
     args = parser.parse_args(argv)
     with local_cluster(num_cpus=args.num_cpus):
         ratio = bench_sandbox(args.workers, args.rounds)
-        bench_envs(args.env, args.env_workers, args.episodes)
+        bench_envs(args.env, args.env_workers, args.episodes, args.rounds)
     return ratio
 
 

@@ -109,3 +109,21 @@ def test_bad_arguments_are_typed_errors(cluster):
         RayEnvWorkers(SIGNAL, KWARGS, n_workers=0)
     with pytest.raises(KeyError):
         RayEnvWorkers("toy/no_such_env_v0")
+
+
+def test_a_code_task_scores_through_the_ray_sandbox_as_locally(cluster):
+    from llm_marl_envs.code import helper_main_v0
+
+    def play(sandbox, seed):
+        env = llm_marl_envs.make("code/helper_main_v0", sandbox=sandbox)
+        env.reset(seed=seed)
+        for agent in env.agent_iter():
+            _, _, term, trunc, _ = env.last()
+            env.step(None if term or trunc else helper_main_v0.best_policy(env, agent))
+        return env.unwrapped.record.total_reward
+
+    config = SandboxConfig(workers=1)
+    with Sandbox(config) as local, RaySandbox(n_actors=1, config=config, num_cpus=0) as remote:
+        local_rewards = [play(local, seed) for seed in (0, 1)]
+        assert [play(remote, seed) for seed in (0, 1)] == local_rewards
+    assert all(r > 0 for r in local_rewards)
