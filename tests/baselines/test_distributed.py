@@ -30,6 +30,7 @@ import torch
 from baselines.advantages import compute_advantages
 from baselines.checkpoint import load_checkpoint
 from baselines.config import load_config
+from baselines.distributed import DistContext
 from baselines.samples import SampleTable
 from baselines.trainer import Trainer
 
@@ -121,3 +122,17 @@ def test_resumed_two_rank_run_equals_the_uninterrupted_one(straight, tmp_path):
             assert torch.equal(s["exp_avg_sq"], b["optimizers"][key]["state"][pid]["exp_avg_sq"])
     assert a["generation_calls_per_rank"] == b["generation_calls_per_rank"]
     assert (straight / "samples" / "step_2.jsonl").read_text() == (resumed / "samples" / "step_2.jsonl").read_text()
+
+
+def test_shards_cover_every_task_once_in_order():
+    items = list(range(10))
+    for world in (1, 2, 3, 4, 16):
+        shares = [DistContext(rank=r, world_size=world).shard(items) for r in range(world)]
+        assert [x for share in shares for x in share] == items
+        assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+
+def test_padded_length_normalization_is_refused_across_ranks(tmp_path):
+    cfg = load_config(overrides=["loss.loss_agg_mode=seq-mean-token-sum-norm", "log.tensorboard=false"])
+    with pytest.raises(ValueError, match="norm_len"):
+        Trainer(cfg, tmp_path, dist=DistContext(rank=0, world_size=2))
