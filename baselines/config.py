@@ -176,6 +176,22 @@ class LogConfig:
 
 
 @dataclass
+class RayConfig:
+    """Sandbox pools as Ray actors (``.[ray]``; docs/scaling.md).
+
+    sandbox_actors: > 0 runs the task's code in that many :class:`~baselines.ray_workers.SandboxActor`
+        pools (passed to the task as ``sandbox=``; for tasks that take one), 0 = the local pool.
+    sandbox_workers: pool size of each actor (None = the CPUs of its node).
+    address: the cluster to join ("auto", "ray://host:10001"...); None = ``ray.init()``'s default
+        (a running local cluster, else a new one).
+    """
+
+    sandbox_actors: int = 0
+    sandbox_workers: int | None = None
+    address: str | None = None
+
+
+@dataclass
 class TrainConfig:
     """Everything one training run needs. The defaults ARE the embedded default run."""
 
@@ -193,6 +209,7 @@ class TrainConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
 
     def __post_init__(self) -> None:
         if self.scheme not in ADVANTAGE_SCHEMES:

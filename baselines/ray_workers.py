@@ -101,6 +101,7 @@ class RaySandbox:
         self.sizes = ray.get([a.size.remote() for a in self.actors])
         self._next = 0
         self._closed = False
+        self.jobs_sent = 0  #: jobs sent to the actors so far
 
     @property
     def size(self) -> int:
@@ -115,12 +116,14 @@ class RaySandbox:
             ) -> ExecResult:
         actor = self.actors[self._next % len(self.actors)]
         self._next += 1
+        self.jobs_sent += 1
         return ray.get(actor.run_batch.remote([Job(program, list(tests), setup, timeout_s)]))[0]
 
     def run_batch(self, jobs: Sequence[Job]) -> list[ExecResult]:
         if self._closed:
             raise RuntimeError("RaySandbox is closed")
         jobs = list(jobs)
+        self.jobs_sent += len(jobs)
         total, bounds, acc = self.size, [0], 0
         for s in self.sizes:
             acc += s
@@ -140,6 +143,19 @@ class RaySandbox:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def connect_sandbox(config: Any, spec: Any) -> RaySandbox:
+    """The trainer's ``ray.sandbox_actors`` pools for task ``spec`` (a :class:`baselines.config.RayConfig`):
+    joins ``config.address`` unless Ray is already initialized; the task must take ``sandbox=``."""
+    import inspect
+
+    if "sandbox" not in inspect.signature(spec.load().raw_env.__init__).parameters:
+        raise ValueError(f"ray.sandbox_actors is set but {spec.name} takes no sandbox= argument")
+    if not ray.is_initialized():
+        ray.init(address=config.address, include_dashboard=False)
+    workers = SandboxConfig(workers=config.sandbox_workers)
+    return RaySandbox(n_actors=config.sandbox_actors, config=workers)
 
 
 # ------------------------------------------------------------------------------ environments

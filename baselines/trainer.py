@@ -68,7 +68,13 @@ class Trainer:
         seed_everything(config.seed)
         spec = llm_marl_envs.spec(config.env.name)
         self.env_module = spec.load()
-        self.pool = rollout.EnvPool(lambda: spec.make(**config.env.kwargs))
+        env_kwargs = dict(config.env.kwargs)
+        self.sandbox = None
+        if config.ray.sandbox_actors > 0:  # code runs in Ray actors, possibly on other machines
+            from baselines.ray_workers import connect_sandbox
+
+            self.sandbox = env_kwargs["sandbox"] = connect_sandbox(config.ray, spec)
+        self.pool = rollout.EnvPool(lambda: spec.make(**env_kwargs))
         self.agents = list(self.pool.take(1)[0].unwrapped.possible_agents)
         self.pool.release()
         self.team = team if team is not None else self._build_team(spec)

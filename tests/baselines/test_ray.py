@@ -15,6 +15,7 @@ import llm_marl_envs  # noqa: E402
 from baselines.ray_workers import RayEnvWorkers, RaySandbox, local_cluster  # noqa: E402
 from llm_marl_envs.sandbox import AssertTest, IOTest, Job, Sandbox, SandboxConfig  # noqa: E402
 from llm_marl_envs.toy import signal_game_v0  # noqa: E402
+from tests.baselines.test_trainer_code_env import ENV, bpe_dir  # noqa: E402,F401  (the fixture)
 
 pytestmark = pytest.mark.slow  # starting Ray takes 10-30 s on a loaded 2-core machine
 
@@ -111,19 +112,42 @@ def test_bad_arguments_are_typed_errors(cluster):
         RayEnvWorkers("toy/no_such_env_v0")
 
 
-def test_a_code_task_scores_through_the_ray_sandbox_as_locally(cluster):
+def play_best(env, seed: int) -> float:
     from llm_marl_envs.code import helper_main_v0
 
-    def play(sandbox, seed):
-        env = llm_marl_envs.make("code/helper_main_v0", sandbox=sandbox)
-        env.reset(seed=seed)
-        for agent in env.agent_iter():
-            _, _, term, trunc, _ = env.last()
-            env.step(None if term or trunc else helper_main_v0.best_policy(env, agent))
-        return env.unwrapped.record.total_reward
+    env.reset(seed=seed)
+    for agent in env.agent_iter():
+        _, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else helper_main_v0.best_policy(env, agent))
+    return env.unwrapped.record.total_reward
 
+
+def test_a_code_task_scores_through_the_ray_sandbox_as_locally(cluster):
     config = SandboxConfig(workers=1)
     with Sandbox(config) as local, RaySandbox(n_actors=1, config=config, num_cpus=0) as remote:
-        local_rewards = [play(local, seed) for seed in (0, 1)]
-        assert [play(remote, seed) for seed in (0, 1)] == local_rewards
+        local_rewards = [play_best(llm_marl_envs.make(ENV, sandbox=local), seed) for seed in (0, 1)]
+        assert [play_best(llm_marl_envs.make(ENV, sandbox=remote), seed) for seed in (0, 1)] == local_rewards
+        assert remote.jobs_sent > 0
     assert all(r > 0 for r in local_rewards)
+
+
+def test_trainer_runs_the_code_task_in_ray_sandbox_actors(cluster, bpe_dir, tmp_path):  # noqa: F811
+    """``ray.sandbox_actors``: the trainer's environments score code in the Ray actors."""
+    from baselines.config import load_config
+    from baselines.trainer import Trainer
+
+    kwargs = {**llm_marl_envs.spec(ENV).test_kwargs, "max_turns": 1}
+    cfg = load_config(overrides=["rollout.tasks_per_step=2", "rollout.group_size=2", "generation.max_new_tokens=12",
+                                 "log.tensorboard=false", f"model.path={bpe_dir}", "ray.sandbox_actors=1",
+                                 "ray.sandbox_workers=1"], base={"env": {"name": ENV, "kwargs": kwargs}})
+    trainer = Trainer(cfg, tmp_path)
+    result = trainer.collect(trainer.next_tasks())  # the tiny model's code rarely parses: maybe no job
+    assert len(result.table) == 2 * 2 * 2
+    env = trainer.pool.take(1)[0]
+    sent = trainer.sandbox.jobs_sent
+    with Sandbox(SandboxConfig(workers=1)) as local:
+        assert play_best(env, 3) == play_best(llm_marl_envs.make(ENV, **kwargs, sandbox=local), 3) > 0
+    assert trainer.sandbox.jobs_sent > sent  # the pooled env's code went to the Ray actor
+    trainer.pool.release()
+    with pytest.raises(ValueError, match="sandbox"):  # a task without code: a clear error
+        Trainer(load_config(overrides=["ray.sandbox_actors=1", "log.tensorboard=false"]), tmp_path / "toy")
