@@ -172,7 +172,8 @@ class Trainer:
     def evaluate(self, n_episodes: int = 256, seed: int = 12_345) -> float:
         """Mean joint return of ``n_episodes`` sampled episodes on held-out seeds.
 
-        Uses its own seeded backend, so evaluating never changes the training run's random streams."""
+        Uses its own seeded backend, so evaluating never changes the training run's random streams.
+        With several ranks it is a collective call: each rank plays its share of the episodes."""
         rng = np.random.default_rng(seed)
         tasks = [rollout.Task(int(s)) for s in rng.integers(2**31 - 1, 2**32 - 1, size=n_episodes)]
         backend = TransformersBackend(self.team, dataclasses.replace(self.gen_config, seed=seed + self.dist.rank),
