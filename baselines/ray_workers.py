@@ -9,6 +9,8 @@ the environments themselves -- can live on other machines of a Ray cluster:
 
       env = llm_marl_envs.make("code/helper_main_v0", sandbox=RaySandbox(n_actors=4))
 
+- :class:`RayRetriever` has the :class:`llm_marl_envs.retrieval.Retriever` contract over replicas
+  of an index built on the actors' nodes (``retriever=`` of the search tasks).
 - :class:`RayEnvWorkers` holds ``n_workers`` :class:`EnvWorker` actors, each stepping its own
   instances of a registered task: a vectorized AEC interface (:meth:`RayEnvWorkers.reset`,
   :meth:`RayEnvWorkers.step`: whose turn it is and that agent's chat, per environment) and
@@ -24,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import ray
 
 import llm_marl_envs
+from llm_marl_envs.retrieval import Passage, RetrievalError, Retriever
 from llm_marl_envs.sandbox import ExecResult, Job, Sandbox, SandboxConfig
 
 
@@ -143,6 +146,56 @@ class RaySandbox:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+# ------------------------------------------------------------------------------ retrieval
+@ray.remote(num_cpus=0)
+class RetrieverActor:
+    """A retriever built on the actor's node by ``factory`` (e.g. a BM25 index over a corpus)."""
+
+    def __init__(self, factory: Callable[[], Retriever]) -> None:
+        self.retriever = factory()
+
+    def batch_search(self, queries: list[str], k: int) -> list[list[Passage]]:
+        return self.retriever.batch_search(queries, k)
+
+
+class RayRetriever:
+    """The :class:`~llm_marl_envs.retrieval.Retriever` contract over ``n_actors`` replicas built by
+    ``factory`` (a picklable callable, e.g. ``functools.partial(BM25Retriever, docs, cache_dir=False)``).
+
+    ``batch_search`` splits the queries over the replicas (results in query order); ``search`` goes
+    to the next replica in turn. A failed actor raises :class:`RetrievalError` (infrastructure),
+    never an empty result. Pass it to a search task as ``retriever=``."""
+
+    def __init__(self, factory: Callable[[], Retriever], n_actors: int = 1, *, num_cpus: float = 1) -> None:
+        if n_actors < 1:
+            raise ValueError(f"n_actors must be >= 1, got {n_actors}")
+        self.actors = [RetrieverActor.options(num_cpus=num_cpus).remote(factory) for _ in range(n_actors)]
+        self._next = 0
+
+    def _get(self, refs: list[Any]) -> list[Any]:
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayError as err:
+            raise RetrievalError(f"Ray retriever actor failed: {err}") from err
+
+    def search(self, query: str, k: int) -> list[Passage]:
+        actor = self.actors[self._next % len(self.actors)]
+        self._next += 1
+        return self._get([actor.batch_search.remote([query], k)])[0][0]
+
+    def batch_search(self, queries: Sequence[str], k: int) -> list[list[Passage]]:
+        queries = list(queries)
+        n = len(self.actors)
+        bounds = [len(queries) * i // n for i in range(n + 1)]
+        refs = [a.batch_search.remote(queries[lo:hi], k) for a, lo, hi in zip(self.actors, bounds, bounds[1:])
+                if hi > lo]
+        return [r for part in self._get(refs) for r in part]
+
+    def close(self) -> None:
+        for a in self.actors:
+            ray.kill(a)
 
 
 def connect_sandbox(config: Any, spec: Any) -> RaySandbox:

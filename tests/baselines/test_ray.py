@@ -12,7 +12,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import llm_marl_envs  # noqa: E402
-from baselines.ray_workers import RayEnvWorkers, RaySandbox, local_cluster  # noqa: E402
+from baselines.ray_workers import RayEnvWorkers, RayRetriever, RaySandbox, local_cluster  # noqa: E402
 from llm_marl_envs.sandbox import AssertTest, IOTest, Job, Sandbox, SandboxConfig  # noqa: E402
 from llm_marl_envs.toy import signal_game_v0  # noqa: E402
 from tests.baselines.test_trainer_code_env import ENV, bpe_dir  # noqa: E402,F401  (the fixture)
@@ -151,3 +151,24 @@ def test_trainer_runs_the_code_task_in_ray_sandbox_actors(cluster, bpe_dir, tmp_
     trainer.pool.release()
     with pytest.raises(ValueError, match="sandbox"):  # a task without code: a clear error
         Trainer(load_config(overrides=["ray.sandbox_actors=1", "log.tensorboard=false"]), tmp_path / "toy")
+
+
+def test_ray_retriever_meets_the_retriever_contract_like_local_bm25(cluster):
+    import functools
+
+    from llm_marl_envs.retrieval import BM25Retriever, Document, RetrievalError
+
+    docs = [Document(f"d{i}", f"title {i}", text) for i, text in enumerate([
+        "the capital of france is paris", "paris is on the seine", "berlin is the capital of germany",
+        "the rhine flows through germany", "rome is the capital of italy"])]
+    factory = functools.partial(BM25Retriever, docs, cache_dir=False)
+    local = factory()
+    remote = RayRetriever(factory, n_actors=2, num_cpus=0)
+    queries = ["capital of germany", "paris", "river seine", "capital", "zzz unknown"]
+    assert remote.batch_search(queries, 2) == local.batch_search(queries, 2)  # over both replicas, in order
+    assert remote.search("rome italy", 3) == local.search("rome italy", 3)
+    assert remote.search("zzz unknown", 3) == []  # no match: empty, never padding
+    ray.kill(remote.actors[0])  # a lost replica is an infrastructure error, not "no results"
+    with pytest.raises(RetrievalError):
+        remote.batch_search(queries, 2)
+    remote.close()
