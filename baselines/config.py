@@ -98,11 +98,15 @@ class GenerationSettings:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
-    backend: Literal["transformers", "vllm"] = "transformers"
+    backend: Literal["transformers", "vllm", "vllm_server"] = "transformers"
     #: max sequences per generate() call (0 = all at once)
     max_batch_size: int = 0
     #: vLLM backend: GPU memory fraction for its engines
     vllm_gpu_memory_utilization: float = 0.4
+    #: vllm_server backend: the running server's address, e.g. http://127.0.0.1:8000
+    vllm_server_url: str | None = None
+    #: vllm_server backend: where adapters are saved for the server to load (None = <run>/vllm_adapters)
+    vllm_adapter_dir: str | None = None
 
 
 @dataclass
@@ -167,8 +171,24 @@ class LogConfig:
     log_every: int = 10
     progress: bool = True
     plot: bool = True
-    #: also write each step's sample table (can be large)
+    #: also write each step's sample table to samples/step_<k>.jsonl (all ranks' rows; can be large)
     save_samples: bool = False
+
+
+@dataclass
+class RayConfig:
+    """Sandbox pools as Ray actors (``.[ray]``; docs/scaling.md).
+
+    sandbox_actors: > 0 runs the task's code in that many :class:`~baselines.ray_workers.SandboxActor`
+        pools (passed to the task as ``sandbox=``; for tasks that take one), 0 = the local pool.
+    sandbox_workers: pool size of each actor (None = the CPUs of its node).
+    address: the cluster to join ("auto", "ray://host:10001"...); None = ``ray.init()``'s default
+        (a running local cluster, else a new one).
+    """
+
+    sandbox_actors: int = 0
+    sandbox_workers: int | None = None
+    address: str | None = None
 
 
 @dataclass
@@ -189,6 +209,7 @@ class TrainConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
 
     def __post_init__(self) -> None:
         if self.scheme not in ADVANTAGE_SCHEMES:

@@ -7,6 +7,7 @@
         --scheme magrpo generation.max_new_tokens=256 model.sharing=lora
     python -m baselines.train --resume runs/<run>                 # exact resume from the latest checkpoint
     python -m baselines.train --import my_tasks.sum_game_v0 --env toy/sum_game_v0   # a task of your own
+    torchrun --nproc_per_node 2 -m baselines.train ...             # data parallel (docs/scaling.md)
 
 Flags override the YAML file; ``key=value`` overrides (dotted keys, YAML values) override both.
 Outputs in the run folder: ``config.yaml``, ``metrics.jsonl``, ``tb/`` (TensorBoard),
@@ -19,9 +20,13 @@ import argparse
 import importlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from baselines.checkpoint import load_checkpoint
 from baselines.config import TrainConfig, from_dict, load_config
+
+if TYPE_CHECKING:
+    from baselines.distributed import DistContext
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,28 +90,39 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
 def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_intermixed_args(argv)  # key=value overrides may come anywhere
     import_modules(args.imports)
-    eval_episodes = 0 if args.no_eval else args.eval_episodes
-    from baselines.trainer import Trainer  # heavy imports after argument errors
+    from baselines.distributed import DistContext  # heavy imports after argument errors
 
+    if args.print_config:
+        import yaml
+
+        print(yaml.safe_dump(resolve_config(args).to_dict(), sort_keys=False))
+        return {}
+    config = from_dict(TrainConfig, load_checkpoint(args.resume)["config"]) if args.resume else resolve_config(args)
+    dist = DistContext.from_env(config.device)  # one process unless launched by torchrun / accelerate launch
+    try:
+        return _run(args, config, dist)
+    finally:
+        dist.close()
+
+
+def _run(args: argparse.Namespace, config: TrainConfig, dist: DistContext) -> dict:
+    from baselines.trainer import Trainer
+
+    eval_episodes = 0 if args.no_eval else args.eval_episodes
+    if dist.active and config.device.startswith("cuda") and ":" not in config.device:
+        config.device = f"cuda:{dist.local_rank}"  # one GPU per rank
     if args.resume:
-        ckpt = load_checkpoint(args.resume)
-        config = from_dict(TrainConfig, ckpt["config"])
         if args.steps is not None:
             config.steps = args.steps
         run_dir = Path(args.resume)
         run_dir = run_dir.parent.parent if run_dir.is_file() else (run_dir.parent if run_dir.name == "checkpoints"
                                                                      else run_dir)
-        trainer = Trainer(config, run_dir)
+        trainer = Trainer(config, run_dir, dist=dist)
         return trainer.fit(resume=args.resume, eval_episodes=eval_episodes)
-    config = resolve_config(args)
-    if args.print_config:
-        import yaml
-
-        print(yaml.safe_dump(config.to_dict(), sort_keys=False))
-        return {}
-    trainer = Trainer(config)
-    print(f"run folder: {trainer.run_dir}  ({config.scheme} on {config.env.name}, rollout {trainer.mode}, "
-          f"{config.steps} steps)", flush=True)
+    trainer = Trainer(config, dist=dist)
+    if dist.is_main:
+        print(f"run folder: {trainer.run_dir}  ({config.scheme} on {config.env.name}, rollout {trainer.mode}, "
+              f"{config.steps} steps, {dist.world_size} rank(s))", flush=True)
     return trainer.fit(eval_episodes=eval_episodes)
 
 
