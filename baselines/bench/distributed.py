@@ -30,7 +30,7 @@ DEFAULTS = ["rollout.tasks_per_step=64", "log.tensorboard=false", "log.plot=fals
 def run(ranks: int, steps: int, overrides: list[str], out: Path, name: str) -> float:
     """Median seconds per step (after the first) of one training run with ``ranks`` processes."""
     args = ["-m", "baselines.train", "--out", str(out), "--name", name, "--steps", str(steps),
-            "--eval-episodes", "0", *DEFAULTS, *overrides]
+            "--no-eval", *DEFAULTS, *overrides]
     if ranks > 1:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

@@ -111,7 +111,7 @@ def test_resumed_two_rank_run_equals_the_uninterrupted_one(straight, tmp_path):
     (resumed / "checkpoints").mkdir(parents=True)
     shutil.copy(straight / "checkpoints" / "step_1.pt", resumed / "checkpoints" / "step_1.pt")
     (resumed / "checkpoints" / "latest").write_text("step_1.pt")
-    launch(accelerate_launch(), ["--resume", str(resumed), "--steps", "2", "--eval-episodes", "0"])
+    launch(accelerate_launch(), ["--resume", str(resumed), "--steps", "2", "--no-eval"])
     a = load_checkpoint(straight / "checkpoints" / "step_2.pt")
     b = load_checkpoint(resumed / "checkpoints" / "step_2.pt")
     for policy, tensors in a["team"].items():
