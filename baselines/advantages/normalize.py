@@ -9,6 +9,11 @@ Degenerate groups (decided exactly, before any arithmetic):
 - size >= 2 with all values equal (zero variance): A = 0 exactly.
 ``drop_zero_variance=True`` (DAPO) marks the rows of those groups ``keep=False``; a
 passthrough singleton is kept, since it carries the raw reward as signal (as in verl).
+
+Overflow: finite inputs can still overflow in the sums (|v| near 1e308) or the squares
+(|v| above ~1e154); the group means, stds and advantages are checked AFTER the arithmetic
+and a :class:`NonFiniteAdvantageError` names the first bad group -- never NaN advantages,
+and never the silent 0 an infinite std would give.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from baselines.advantages.config import AdvantageConfig, AdvantageResult, Singleton
+
+
+class NonFiniteAdvantageError(FloatingPointError):
+    """The normalization arithmetic overflowed (finite rewards too large to sum or square)."""
 
 
 def group_index(*keys: np.ndarray) -> tuple[np.ndarray, int]:
@@ -67,11 +76,13 @@ def group_normalize(
     if expected_group_size is not None and np.any(count != expected_group_size):
         sizes = sorted(set(count.tolist()))
         raise ValueError(f"every group must hold {expected_group_size} rows, found sizes {sizes}")
-    mean = np.bincount(g, weights=values, minlength=n_groups) / np.maximum(count, 1)
-    centered = values - mean[g]
-    ddof = 1 if unbiased_std else 0
-    sq = np.bincount(g, weights=centered**2, minlength=n_groups)
-    std = np.sqrt(sq / np.maximum(count - ddof, 1))
+    with np.errstate(over="ignore", invalid="ignore"):  # checked right below, after the arithmetic
+        mean = np.bincount(g, weights=values, minlength=n_groups) / np.maximum(count, 1)
+        centered = values - mean[g]
+        ddof = 1 if unbiased_std else 0
+        sq = np.bincount(g, weights=centered**2, minlength=n_groups)
+        std = np.sqrt(sq / np.maximum(count - ddof, 1))
+    _check_finite(values, g, mean, std if scale_by_std else mean, centered)
 
     gmax = np.full(n_groups, -np.inf)
     gmin = np.full(n_groups, np.inf)
@@ -110,6 +121,18 @@ def normalize_with_config(
         drop_zero_variance=config.drop_zero_variance,
         expected_group_size=config.expected_group_size,
     )
+
+
+def _check_finite(values, g, mean, std, centered) -> None:
+    bad = ~np.isfinite(mean) | ~np.isfinite(std)
+    bad_rows = ~np.isfinite(centered)
+    if bad.any() or bad_rows.any():
+        group = int(np.flatnonzero(bad)[0]) if bad.any() else int(g[np.flatnonzero(bad_rows)[0]])
+        big = float(np.abs(values[g == group]).max())
+        raise NonFiniteAdvantageError(
+            f"group normalization overflowed in group {group} (largest |value| {big:.3g}): its mean or std is "
+            "not finite; rescale the rewards (e.g. divide by their range) before computing advantages"
+        )
 
 
 def _stats(values, adv, keep, count, is_single, is_flat) -> dict[str, float]:
