@@ -101,3 +101,24 @@ def test_affine_credit_is_cancelled_by_per_agent_normalization():
     res = compute_advantages(informative, "sharp", AdvantageConfig())
     assert res.stats["credit_informative_frac"] == 1.0
     assert res.advantages[1] > res.advantages[2]  # the win this worker earned counts more
+
+
+# ----------------------------------------------------------------------------- delayed reward
+def test_signal_game_reward_at_end_pays_every_win_on_the_last_round():
+    from llm_marl_envs.toy import signal_game_v0
+
+    def turn_rewards(reward_at: str) -> list[float]:
+        env = signal_game_v0.env(n_rounds=3, n_candidates=2, words=["apple", "boat"], reward_at=reward_at)
+        env.reset(seed=2)  # the targets of seed 2 are boat, apple, boat
+        for agent in env.agent_iter():
+            _, _, term, trunc, _ = env.last()
+            # the listener always says "apple": right in some rounds, wrong in others
+            env.step(None if term or trunc else signal_game_v0.best_policy(env, agent) if agent == "speaker"
+                     else "apple")
+        return [t.reward for t in env.unwrapped.record.turns]
+
+    per_round = turn_rewards("round")
+    assert 0 < sum(per_round) < 3
+    assert turn_rewards("end") == [0.0, 0.0, sum(per_round)]
+    with pytest.raises(ValueError, match="reward_at"):
+        signal_game_v0.env(reward_at="later")
