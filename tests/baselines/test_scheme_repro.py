@@ -41,10 +41,10 @@ def test_at_grpo_every_group_holds_the_k_candidates_of_one_state_on_every_turn(n
     assert len(np.unique(res.groups)) == len(groups)
 
 
-def _tree_table(n_episodes: int = 3) -> SampleTable:
+def _tree_table(n_episodes: int = 2) -> SampleTable:
     """Real tree_search trees (sandboxed scoring, Thompson-sampled parents) grown by the random scripted policy."""
     spec = llm_marl_envs.spec("code/tree_search_v0")
-    env, module = spec.make(**{**spec.test_kwargs, "max_nodes": 6}), spec.load()
+    env, module = spec.make(**{**spec.test_kwargs, "max_nodes": 5}), spec.load()
     rng = np.random.default_rng(0)
     rows = []
     for ep in range(n_episodes):
