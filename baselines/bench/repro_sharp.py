@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +76,11 @@ def informativeness(name: str, kwargs: dict, n_tasks: int, group: int, seed: int
     for t in range(n_tasks):
         for g in range(group):
             best = {a: bool(rng.random() < 0.5) for a in env.unwrapped.possible_agents}
-            play(env, 1000 * seed + t, lambda e, a: module.best_policy(e, a) if best[a] else
-                 module.random_policy(e, a, rng))
+
+            def policy(e: Any, a: str, best: dict[str, bool] = best) -> str:
+                return module.best_policy(e, a) if best[a] else module.random_policy(e, a, rng)
+
+            play(env, 1000 * seed + t, policy)
             rows += episode_rows(env, f"t{t}", g)
     table = SampleTable.from_rows(rows)
     stats = credit_informativeness(table, SHARP)
