@@ -8,6 +8,7 @@ paper; the experiment modules say what they measure and what would support the c
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +36,18 @@ class Run:
     def series(self, key: str) -> np.ndarray:
         """``key`` at every step (NaN where a step did not log it)."""
         return np.array([m.get(key, float("nan")) for m in self.metrics], dtype=np.float64)
+
+
+def save_runs(runs: Sequence[Run], path: Path) -> Path:
+    """Write runs as JSON, so that runs trained by separate processes can be reported together."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([vars(r) for r in runs]), encoding="utf-8")
+    return path
+
+
+def load_runs(paths: Sequence[Path]) -> list[Run]:
+    """The runs of every file written by :func:`save_runs`, in order."""
+    return [Run(**item) for p in paths for item in json.loads(Path(p).read_text(encoding="utf-8"))]
 
 
 def quiet_config(overrides: Sequence[str], base: dict[str, Any] | None = None) -> TrainConfig:

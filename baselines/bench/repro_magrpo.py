@@ -2,6 +2,7 @@
 
     python -m baselines.bench.repro_magrpo                    # gamma 0 vs 0.9, seeds 0 1 2, 60 steps
     python -m baselines.bench.repro_magrpo --reward-at round --plot docs/img/repro_magrpo_round.png
+    python -m baselines.bench.repro_magrpo --gammas 0 --save g0.json   # then: --load g0.json g9.json --plot ...
 
 MAGRPO's per-node advantage uses the return-to-go R_t = r_t + gamma * mean(R of the children).
 With gamma = 0 a turn is judged by its own reward only; with gamma = 0.9 (the authors' code)
@@ -30,7 +31,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from baselines.bench.experiments import Run, markdown_table, plot_panels, quiet_config, spread, train_run
+from baselines.bench.experiments import (
+    Run,
+    load_runs,
+    markdown_table,
+    plot_panels,
+    quiet_config,
+    save_runs,
+    spread,
+    train_run,
+)
 
 CONFIG = "baselines/configs/signal_game_magrpo.yaml"
 
@@ -52,6 +62,9 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--eval-episodes", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--plot", type=Path, default=None)
+    ap.add_argument("--save", type=Path, default=None, help="write the runs to this JSON file")
+    ap.add_argument("--load", type=Path, nargs="+", default=None,
+                    help="report runs saved by --save (several processes) instead of training")
     ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -59,9 +72,13 @@ def main(argv: list[str] | None = None) -> list[Run]:
 
     base = yaml.safe_load(Path(CONFIG).read_text(encoding="utf-8"))
     base["env"]["kwargs"]["reward_at"] = args.reward_at
-    runs: list[Run] = []
+    runs: list[Run] = load_runs(args.load) if args.load else []
+    if args.load:
+        args.gammas = list(dict.fromkeys(float(r.label.split()[1]) for r in runs))
+        args.seeds = sorted({r.seed for r in runs})
+        args.steps = len(runs[0].metrics) if runs else 0
     with tempfile.TemporaryDirectory() as tmp:
-        for gamma in args.gammas:
+        for gamma in [] if args.load else args.gammas:
             for seed in args.seeds:
                 config = quiet_config([f"advantage.gamma={gamma}", f"seed={seed}", f"steps={args.steps}",
                                        *args.overrides], base=base)
@@ -69,6 +86,8 @@ def main(argv: list[str] | None = None) -> list[Run]:
                                 eval_episodes=args.eval_episodes)
                 runs.append(run)
                 print(f"gamma {gamma:g} seed {seed}: eval {run.final_eval:.3f}, {run.seconds:.0f}s", flush=True)
+    if args.save:
+        save_runs(runs, args.save)
     n_rounds = int(base["env"]["kwargs"]["n_rounds"])
     rows = []
     for gamma in args.gammas:
