@@ -2,6 +2,7 @@
 
     python -m baselines.bench.repro_dr_mas                     # grpo vs dr_mas, seeds 0 1 2, 60 steps
     python -m baselines.bench.repro_dr_mas --scale 4 --plot docs/img/repro_dr_mas.png
+    python -m baselines.bench.repro_dr_mas --schemes grpo --save g.json   # then: --load g.json d.json --plot ...
 
 The lemma: with one normalization over every agent's rows, agent k's gradient second moment
 is scaled by (sigma_k^2 + (mu_k - mu)^2) / sigma^2. That factor is 1 when all agents share
@@ -31,7 +32,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from baselines.bench.experiments import Run, markdown_table, plot_panels, quiet_config, spread, train_run
+from baselines.bench.experiments import (
+    Run,
+    load_runs,
+    markdown_table,
+    plot_panels,
+    quiet_config,
+    save_runs,
+    spread,
+    train_run,
+)
 from baselines.config import TrainConfig
 from baselines.rollout import RolloutResult, Task
 from baselines.trainer import Trainer
@@ -80,18 +90,27 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--eval-episodes", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--plot", type=Path, default=None)
+    ap.add_argument("--save", type=Path, default=None, help="write the runs to this JSON file (after every run)")
+    ap.add_argument("--load", type=Path, nargs="+", default=None,
+                    help="report runs saved by --save (several processes) instead of training")
     ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     scales = {"speaker": 1.0, "listener": args.scale}
-    runs: list[Run] = []
+    runs: list[Run] = load_runs(args.load) if args.load else []
+    if args.load:
+        args.schemes = list(dict.fromkeys(r.label for r in runs))
+        args.seeds = sorted({r.seed for r in runs})
+        args.steps = len(runs[0].metrics) if runs else 0
     with tempfile.TemporaryDirectory() as tmp:
-        for scheme in args.schemes:
+        for scheme in [] if args.load else args.schemes:
             for seed in args.seeds:
                 config = quiet_config([f"scheme={scheme}", f"seed={seed}", f"steps={args.steps}", *args.overrides])
                 run = train_run(scheme, config, Path(tmp) / f"{scheme}{seed}", eval_episodes=args.eval_episodes,
                                 trainer_factory=lambda c, d: ScaledRewardTrainer(c, d, scales))
                 runs.append(run)
+                if args.save:
+                    save_runs(runs, args.save)
                 print(f"{scheme:7s} seed {seed}: eval {run.final_eval:.3f}, last-10 train reward "
                       f"{np.mean(run.series('reward')[-10:]):.3f}, {run.seconds:.0f}s", flush=True)
     clip = quiet_config([]).optim.max_grad_norm
