@@ -23,8 +23,9 @@ import numpy as np
 from baselines.advantages.config import AdvantageConfig, AdvantageResult, Singleton
 
 
-class NonFiniteAdvantageError(FloatingPointError):
-    """The normalization arithmetic overflowed (finite rewards too large to sum or square)."""
+class NonFiniteAdvantageError(FloatingPointError, ValueError):
+    """Values to normalize are not finite (the scheme's reward arithmetic overflowed, or NaN/inf
+    came in), or the normalization itself overflowed (finite rewards too large to sum or square)."""
 
 
 def group_index(*keys: np.ndarray) -> tuple[np.ndarray, int]:
@@ -65,7 +66,10 @@ def group_normalize(
     if values.ndim != 1 or np.shape(groups) != values.shape:
         raise ValueError(f"values {values.shape} and groups {np.shape(groups)} must be equal 1-D shapes")
     if not np.all(np.isfinite(values)):
-        raise ValueError("values to normalize must be finite")
+        rows = np.flatnonzero(~np.isfinite(values))[:5].tolist()
+        raise NonFiniteAdvantageError(
+            f"values to normalize must be finite; rows {rows} are not (NaN/inf rewards, or the scheme's mix of "
+            "them -- alpha * r_team + r_local, shaping, credit, return-to-go -- overflowed)")
     if singleton not in ("zero", "passthrough"):
         raise ValueError(f"singleton must be 'zero' or 'passthrough', got {singleton!r}")
     _, g = np.unique(np.asarray(groups), return_inverse=True)

@@ -79,9 +79,10 @@ def test_overflow_in_the_normalization_is_an_error_not_nan_or_zero(values):
         group_normalize(np.array([1e308, 1e308]), np.array([0, 0]), scale_by_std=False)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered")
 def test_overflow_in_a_scheme_reward_mix_is_reported():
     rows = [Row("q", e, "a", 1e308, local_reward=1e308, group="s", branch=e) for e in range(2)]
-    with pytest.raises((NonFiniteAdvantageError, ValueError), match="finite|overflowed"):
+    with pytest.raises(NonFiniteAdvantageError, match="overflowed"):
         compute_advantages(SampleTable.from_rows(rows), "at_grpo", AdvantageConfig())
 
 
