@@ -70,3 +70,32 @@ def test_mars2_shaping_changes_advantages_on_real_trees_and_is_inert_without_par
     flat = table.replace(parent=np.full(len(table), -1), depth=np.zeros(len(table), dtype=np.int64))
     inert = compute_advantages(flat, "mars2", AdvantageConfig(shaping=True))
     np.testing.assert_allclose(inert.advantages, plain.advantages, atol=1e-4)
+
+
+def test_mars2_heterogeneous_team_of_two_tiny_architectures_trains_end_to_end(tmp_path):
+    """Tree search with agent_0 a qwen2 model (bpe tokenizer) and agent_1 a llama model (word tokenizer)."""
+    from baselines.config import load_config
+    from baselines.policies import Team, TeamConfig, build_tiny_model
+    from baselines.trainer import Trainer, env_texts
+
+    spec = llm_marl_envs.spec("code/tree_search_v0")
+    kwargs = {**spec.test_kwargs, "n_agents": 2, "max_nodes": 4}
+    env = spec.make(**kwargs)
+    texts = env_texts(env, spec.load(), n_episodes=4)
+    agents = list(env.unwrapped.possible_agents)
+    assert len(agents) == 2
+    paths = {
+        agents[0]: str(build_tiny_model(tmp_path / "qwen", texts=texts, tokenizer="bpe", bpe_vocab_size=400)),
+        agents[1]: str(build_tiny_model(tmp_path / "llama", texts=texts, arch="llama", hidden_size=48, seed=1)),
+    }
+    team = Team.from_config(TeamConfig(mode="separate", models=paths), agents)
+    cfg = load_config(overrides=["scheme=mars2", "rollout.tasks_per_step=1", "rollout.group_size=2",
+                                 "generation.max_new_tokens=8", "advantage.shaping=true", "log.tensorboard=false"],
+                      base={"env": {"name": spec.name, "kwargs": kwargs}})
+    trainer = Trainer(cfg, tmp_path / "run", team=team)
+    assert len(trainer.param_sets) == 2  # one optimizer per architecture
+    for _ in range(2):
+        m = trainer.train_step()
+        assert m["skipped_updates"] == 0 and m["n_trained_rows"] > 0
+        for agent in agents:
+            assert np.isfinite(m[f"agent/{agent}/grad_norm"]) and m[f"agent/{agent}/n_rows"] > 0
