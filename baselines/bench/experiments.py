@@ -50,6 +50,24 @@ def load_runs(paths: Sequence[Path]) -> list[Run]:
     return [Run(**item) for p in paths for item in json.loads(Path(p).read_text(encoding="utf-8"))]
 
 
+def add_run_io_args(ap: Any) -> None:
+    """``--save`` / ``--load`` on an experiment's argument parser (one experiment, several processes)."""
+    ap.add_argument("--save", type=Path, default=None, help="write the runs to this JSON file (after every run)")
+    ap.add_argument("--load", type=Path, nargs="+", default=None,
+                    help="report runs saved by --save (e.g. by one process per scheme) instead of training")
+
+
+def runs_to_report(args: Any) -> tuple[list[Run], list[str]]:
+    """The runs ``--load`` names (and sets ``args.seeds`` / ``args.steps`` from them) with their labels
+    in order; ``([], [])`` when nothing is loaded."""
+    if not args.load:
+        return [], []
+    runs = load_runs(args.load)
+    args.seeds = sorted({r.seed for r in runs})
+    args.steps = len(runs[0].metrics) if runs else 0
+    return runs, list(dict.fromkeys(r.label for r in runs))
+
+
 def quiet_config(overrides: Sequence[str], base: dict[str, Any] | None = None) -> TrainConfig:
     """``load_config`` with no TensorBoard, plot or progress bar (benchmarks print their own lines)."""
     return load_config(overrides=["log.tensorboard=false", "log.plot=false", "log.progress=false",

@@ -37,10 +37,11 @@ import torch
 
 from baselines.bench.experiments import (
     Run,
-    load_runs,
+    add_run_io_args,
     markdown_table,
     plot_panels,
     quiet_config,
+    runs_to_report,
     save_runs,
     spread,
     train_run,
@@ -93,18 +94,13 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--eval-episodes", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--plot", type=Path, default=None)
-    ap.add_argument("--save", type=Path, default=None, help="write the runs to this JSON file (after every run)")
-    ap.add_argument("--load", type=Path, nargs="+", default=None,
-                    help="report runs saved by --save (several processes) instead of training")
+    add_run_io_args(ap)
     ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     scales = {"speaker": 1.0, "listener": args.scale}
-    runs: list[Run] = load_runs(args.load) if args.load else []
-    if args.load:
-        args.schemes = list(dict.fromkeys(r.label for r in runs))
-        args.seeds = sorted({r.seed for r in runs})
-        args.steps = len(runs[0].metrics) if runs else 0
+    runs, labels = runs_to_report(args)
+    args.schemes = labels or args.schemes
     with tempfile.TemporaryDirectory() as tmp:
         for scheme in [] if args.load else args.schemes:
             for seed in args.seeds:

@@ -1,6 +1,6 @@
 """MAGRPO (arXiv 2508.04652) at small scale: does the return-to-go discount matter on a multi-turn task?
 
-    python -m baselines.bench.repro_magrpo                    # gamma 0 vs 0.9, seeds 0 1 2, 60 steps
+    python -m baselines.bench.repro_magrpo --steps 40 rollout.tasks_per_step=8   # as in docs/reproducing.md
     python -m baselines.bench.repro_magrpo --reward-at round --plot docs/img/repro_magrpo_round.png
     python -m baselines.bench.repro_magrpo --gammas 0 --save g0.json   # then: --load g0.json g9.json --plot ...
 
@@ -33,10 +33,11 @@ import torch
 
 from baselines.bench.experiments import (
     Run,
-    load_runs,
+    add_run_io_args,
     markdown_table,
     plot_panels,
     quiet_config,
+    runs_to_report,
     save_runs,
     spread,
     train_run,
@@ -62,9 +63,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--eval-episodes", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--plot", type=Path, default=None)
-    ap.add_argument("--save", type=Path, default=None, help="write the runs to this JSON file")
-    ap.add_argument("--load", type=Path, nargs="+", default=None,
-                    help="report runs saved by --save (several processes) instead of training")
+    add_run_io_args(ap)
     ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -72,11 +71,8 @@ def main(argv: list[str] | None = None) -> list[Run]:
 
     base = yaml.safe_load(Path(CONFIG).read_text(encoding="utf-8"))
     base["env"]["kwargs"]["reward_at"] = args.reward_at
-    runs: list[Run] = load_runs(args.load) if args.load else []
-    if args.load:
-        args.gammas = list(dict.fromkeys(float(r.label.split()[1]) for r in runs))
-        args.seeds = sorted({r.seed for r in runs})
-        args.steps = len(runs[0].metrics) if runs else 0
+    runs, labels = runs_to_report(args)
+    args.gammas = [float(label.split()[1]) for label in labels] or args.gammas
     with tempfile.TemporaryDirectory() as tmp:
         for gamma in [] if args.load else args.gammas:
             for seed in args.seeds:
@@ -85,9 +81,9 @@ def main(argv: list[str] | None = None) -> list[Run]:
                 run = train_run(f"gamma {gamma:g}", config, Path(tmp) / f"g{gamma}s{seed}",
                                 eval_episodes=args.eval_episodes)
                 runs.append(run)
+                if args.save:
+                    save_runs(runs, args.save)
                 print(f"gamma {gamma:g} seed {seed}: eval {run.final_eval:.3f}, {run.seconds:.0f}s", flush=True)
-    if args.save:
-        save_runs(runs, args.save)
     n_rounds = int(base["env"]["kwargs"]["n_rounds"])
     rows = []
     for gamma in args.gammas:
