@@ -120,6 +120,7 @@ class RolloutConfig:
     tasks_per_step: task instances (env seeds) per optimizer step.
     group_size: G (episodes / joint actions per node) or K (candidates per state).
     tree_depth: MAGRPO turns that branch; deeper turns continue with one joint action.
+        The discount of the return-to-go is ``advantage.gamma`` (the only gamma knob).
     credit_method / credit_mode: SHARP credit ("shapley" exact or "single_mask") and the
         env's counterfactual mode.
     tool_reward_key: reward component read as SHARP's R_tool,k (0 when the env has none).
@@ -130,7 +131,6 @@ class RolloutConfig:
     tasks_per_step: int = 32
     group_size: int = 8
     tree_depth: int = 2
-    gamma: float = 0.9
     credit_method: Literal["shapley", "single_mask"] = "shapley"
     credit_mode: str = "rescore"
     tool_reward_key: str = "tool_validity"
@@ -220,6 +220,12 @@ class TrainConfig:
             raise ValueError("rollout.group_size and rollout.tasks_per_step must be >= 1")
         if self.optim.epochs < 1:
             raise ValueError(f"optim.epochs must be >= 1, got {self.optim.epochs}")
+        if self.loss.tis_cap is not None and not self.optim.recompute_old_logprobs:
+            raise ValueError(
+                f"loss.tis_cap={self.loss.tis_cap} corrects pi_old (training forward) against the sampler's "
+                "log-probs, but optim.recompute_old_logprobs=false makes pi_old the sampler's log-probs, so the "
+                "weight would always be 1: set optim.recompute_old_logprobs=true, or loss.tis_cap=null"
+            )
 
     @property
     def rollout_mode(self) -> str:
@@ -361,6 +367,7 @@ def load_config(
         layers.append(loaded)
     layers.append(base or {})
     parsed = [parse_override(item) for item in overrides]
+    _reject_rollout_gamma(layers, parsed)
     kwargs_given = any(isinstance(layer.get("env"), dict) and "kwargs" in layer["env"] for layer in layers) or any(
         keys[:2] == ["env", "kwargs"] for keys, _ in parsed
     )
@@ -372,6 +379,14 @@ def load_config(
     for keys, value in parsed:
         apply_override(data, keys, value)
     return from_dict(TrainConfig, data)
+
+
+def _reject_rollout_gamma(layers: list[dict[str, Any]], parsed: list[tuple[list[str], Any]]) -> None:
+    """``rollout.gamma`` was a second MAGRPO discount that the scheme ignored: say where it went."""
+    in_layers = any(isinstance(layer.get("rollout"), dict) and "gamma" in layer["rollout"] for layer in layers)
+    if in_layers or any(keys == ["rollout", "gamma"] for keys, _ in parsed):
+        raise ValueError("rollout.gamma was merged into advantage.gamma, the one discount of MAGRPO's "
+                         "return-to-go (the sampler and the scheme both use it): set advantage.gamma")
 
 
 def _merge(into: dict[str, Any], new: dict[str, Any]) -> None:

@@ -136,7 +136,7 @@ class Trainer:
         with torch.no_grad():
             return rollout.sample(
                 self.mode, self.pool, tasks, self.backend, group_size=r.group_size, tree_depth=r.tree_depth,
-                gamma=r.gamma, with_credit=self.config.scheme == "sharp", credit_method=r.credit_method,
+                gamma=self.config.advantage.gamma, with_credit=self.config.scheme == "sharp", credit_method=r.credit_method,
                 credit_mode=r.credit_mode, tool_reward_key=r.tool_reward_key, max_steps=r.max_steps_per_episode)
 
     def train_step(self) -> dict[str, float]:

@@ -16,8 +16,8 @@ from baselines.advantages.dr_mas import AgentRewardStats, agent_reward_stats, ag
 from baselines.advantages.grpo import grpo
 from baselines.advantages.magrpo import magrpo, magrpo_returns
 from baselines.advantages.mars2 import mars2, overlong_penalty, tree_shaping
-from baselines.advantages.normalize import group_index, group_normalize
-from baselines.advantages.sharp import sharp, sharp_rewards
+from baselines.advantages.normalize import NonFiniteAdvantageError, group_index, group_normalize
+from baselines.advantages.sharp import credit_informativeness, sharp, sharp_rewards
 from baselines.samples import SampleTable
 
 AdvantageFn = Callable[[SampleTable, AdvantageConfig], AdvantageResult]
@@ -50,10 +50,12 @@ __all__ = [
     "AdvantageFn",
     "AdvantageResult",
     "AgentRewardStats",
+    "NonFiniteAdvantageError",
     "agent_reward_stats",
     "agent_stats_log",
     "at_grpo",
     "compute_advantages",
+    "credit_informativeness",
     "dr_mas",
     "grpo",
     "group_index",

@@ -9,6 +9,11 @@ Degenerate groups (decided exactly, before any arithmetic):
 - size >= 2 with all values equal (zero variance): A = 0 exactly.
 ``drop_zero_variance=True`` (DAPO) marks the rows of those groups ``keep=False``; a
 passthrough singleton is kept, since it carries the raw reward as signal (as in verl).
+
+Overflow: finite inputs can still overflow in the sums (|v| near 1e308) or the squares
+(|v| above ~1e154); the group means, stds and advantages are checked AFTER the arithmetic
+and a :class:`NonFiniteAdvantageError` names the first bad group -- never NaN advantages,
+and never the silent 0 an infinite std would give.
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from baselines.advantages.config import AdvantageConfig, AdvantageResult, Singleton
+
+
+class NonFiniteAdvantageError(FloatingPointError, ValueError):
+    """Values to normalize are not finite (the scheme's reward arithmetic overflowed, or NaN/inf
+    came in), or the normalization itself overflowed (finite rewards too large to sum or square)."""
 
 
 def group_index(*keys: np.ndarray) -> tuple[np.ndarray, int]:
@@ -56,7 +66,10 @@ def group_normalize(
     if values.ndim != 1 or np.shape(groups) != values.shape:
         raise ValueError(f"values {values.shape} and groups {np.shape(groups)} must be equal 1-D shapes")
     if not np.all(np.isfinite(values)):
-        raise ValueError("values to normalize must be finite")
+        rows = np.flatnonzero(~np.isfinite(values))[:5].tolist()
+        raise NonFiniteAdvantageError(
+            f"values to normalize must be finite; rows {rows} are not (NaN/inf rewards, or the scheme's mix of "
+            "them -- alpha * r_team + r_local, shaping, credit, return-to-go -- overflowed)")
     if singleton not in ("zero", "passthrough"):
         raise ValueError(f"singleton must be 'zero' or 'passthrough', got {singleton!r}")
     _, g = np.unique(np.asarray(groups), return_inverse=True)
@@ -67,11 +80,13 @@ def group_normalize(
     if expected_group_size is not None and np.any(count != expected_group_size):
         sizes = sorted(set(count.tolist()))
         raise ValueError(f"every group must hold {expected_group_size} rows, found sizes {sizes}")
-    mean = np.bincount(g, weights=values, minlength=n_groups) / np.maximum(count, 1)
-    centered = values - mean[g]
-    ddof = 1 if unbiased_std else 0
-    sq = np.bincount(g, weights=centered**2, minlength=n_groups)
-    std = np.sqrt(sq / np.maximum(count - ddof, 1))
+    with np.errstate(over="ignore", invalid="ignore"):  # checked right below, after the arithmetic
+        mean = np.bincount(g, weights=values, minlength=n_groups) / np.maximum(count, 1)
+        centered = values - mean[g]
+        ddof = 1 if unbiased_std else 0
+        sq = np.bincount(g, weights=centered**2, minlength=n_groups)
+        std = np.sqrt(sq / np.maximum(count - ddof, 1))
+    _check_finite(values, g, mean, std if scale_by_std else mean, centered)
 
     gmax = np.full(n_groups, -np.inf)
     gmin = np.full(n_groups, np.inf)
@@ -110,6 +125,18 @@ def normalize_with_config(
         drop_zero_variance=config.drop_zero_variance,
         expected_group_size=config.expected_group_size,
     )
+
+
+def _check_finite(values, g, mean, std, centered) -> None:
+    bad = ~np.isfinite(mean) | ~np.isfinite(std)
+    bad_rows = ~np.isfinite(centered)
+    if bad.any() or bad_rows.any():
+        group = int(np.flatnonzero(bad)[0]) if bad.any() else int(g[np.flatnonzero(bad_rows)[0]])
+        big = float(np.abs(values[g == group]).max())
+        raise NonFiniteAdvantageError(
+            f"group normalization overflowed in group {group} (largest |value| {big:.3g}): its mean or std is "
+            "not finite; rescale the rewards (e.g. divide by their range) before computing advantages"
+        )
 
 
 def _stats(values, adv, keep, count, is_single, is_flat) -> dict[str, float]:

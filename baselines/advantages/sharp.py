@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from baselines.advantages.config import AdvantageConfig, AdvantageResult
@@ -17,9 +19,40 @@ def sharp(table: SampleTable, config: AdvantageConfig) -> AdvantageResult:
 
     group key: (task, agent)
     value:     reward + lambda_s * credit + lambda_p * tool_reward (credit: see baselines.credit)
+    stats:     also ``credit_informative_frac`` (see :func:`credit_informativeness`)
     """
     groups, _ = group_index(table.task, table.agent)
-    return normalize_with_config(sharp_rewards(table, config), groups, config, scale_default=True)
+    result = normalize_with_config(sharp_rewards(table, config), groups, config, scale_default=True)
+    if config.lambda_s != 0 and len(table):
+        result.stats.update(credit_informativeness(table, config, result))
+    return result
+
+
+def credit_informativeness(
+    table: SampleTable, config: AdvantageConfig, result: AdvantageResult | None = None, tol: float = 1e-4
+) -> dict[str, float]:
+    """Whether the Shapley credit changes SHARP's advantages at all, group by group.
+
+    Per-agent normalization cancels any credit that is an affine function of the joint
+    reward within a (task, agent) group (phi_k = a + b * R gives the same normalized values
+    as R): then SHARP is Dr. MAS (plus the tool term). This compares SHARP's advantages with
+    the same scheme at ``lambda_s = 0`` and counts the groups of >= 2 rows where any row
+    differs by more than ``tol`` (advantages are O(1); eps alone moves them by ~1e-6).
+
+    Returns ``credit_groups`` (groups of >= 2 rows), ``credit_informative_groups`` and
+    ``credit_informative_frac`` (their ratio; 0 when there is no such group).
+    """
+    result = result or sharp(table, config)
+    groups, _ = group_index(table.task, table.agent)
+    without = normalize_with_config(sharp_rewards(table, replace(config, lambda_s=0.0)), groups, config,
+                                    scale_default=True)
+    diff = np.abs(result.advantages - without.advantages) > tol
+    sizes = np.bincount(groups)
+    changed = np.bincount(groups, weights=diff.astype(np.float64)) > 0
+    real = sizes >= 2
+    n, k = int(real.sum()), int((changed & real).sum())
+    return {"credit_groups": float(n), "credit_informative_groups": float(k),
+            "credit_informative_frac": k / n if n else 0.0}
 
 
 def sharp_rewards(table: SampleTable, config: AdvantageConfig) -> np.ndarray:

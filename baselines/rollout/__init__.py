@@ -45,12 +45,16 @@ def sample(
     tool_reward_key: str = "tool_validity",
     max_steps: int = 1000,
 ) -> RolloutResult:
-    """Run the sampling ``mode`` on ``tasks`` with environments from ``pool`` (released at the end)."""
+    """Run the sampling ``mode`` on ``tasks`` with environments from ``pool`` (released at the end).
+
+    ``gamma`` discounts the ``return_to_go`` column in every mode that fills it (episodes,
+    joint_tree); the trainer passes ``advantage.gamma``, the one MAGRPO discount.
+    """
     common = dict(group_size=group_size, tool_reward_key=tool_reward_key, max_steps=max_steps)
     try:
         if mode == "episodes":
             return sample_episodes(pool, tasks, backend, with_credit=with_credit, credit_method=credit_method,
-                                   credit_mode=credit_mode, **common)
+                                   credit_mode=credit_mode, gamma=gamma, **common)
         if mode == "branching":
             return sample_branching(pool, tasks, backend, **common)
         if mode == "joint_tree":

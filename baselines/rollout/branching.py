@@ -16,9 +16,10 @@ on a main branch, the rollout:
 
 Rewards on a row:
 - ``reward``: the joint team reward of turn t on the candidate's own copy;
-- ``local_reward``: the local reward r_local of AT-GRPO's r = alpha * r_team + r_local,
-  defined here as the sum of the per-agent reward terms the task gave agent i for that turn
-  (``TurnOutcome.agent_components``, e.g. tool validity or credit); 0 for tasks that define
+- ``local_reward``: the local reward r_local of AT-GRPO's r = alpha * r_team + r_local:
+  the sum of the per-agent components the task DECLARES local for agent i
+  (``local_reward_components``, see :func:`~baselines.rollout.common.local_reward`), read
+  from that turn's ``TurnOutcome.agent_components``; 0 for agents and tasks that declare
   none (the signal game), so the group is then normalized on the team reward alone;
 - ``reward_components``: the turn's components as agent i saw them on the copy.
 The helper actions that finish a turn on a scoring copy are not training rows.
@@ -33,9 +34,9 @@ from baselines.rollout.common import (
     Generator,
     GenStats,
     Slot,
-    agent_components,
     generate,
     is_done,
+    local_reward,
     play_lockstep,
     step_components,
     step_with,
@@ -85,7 +86,7 @@ def sample_branching(
         for (main, k, cand), scorer in zip(candidates, scorers):
             sample = cand.samples[0]
             reward = turn_rewards(scorer.env)[sample.turn]
-            local = sum(agent_components(scorer.env, sample.turn, sample.agent).values())
+            local = local_reward(scorer.env, sample.turn, sample.agent)
             comps = step_components(scorer.env, sample)
             decision = main.meta["decision"]
             node = main.meta["next_node"] + k

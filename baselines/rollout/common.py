@@ -149,6 +149,27 @@ def agent_components(env: Any, turn: int, agent: str) -> dict[str, float]:
     return {}
 
 
+def local_reward(env: Any, turn: int, agent: str) -> float:
+    """AT-GRPO's r_local of ``agent`` at ``turn``: the sum of the components the task DECLARES local.
+
+    A task declares them as ``local_reward_components``, a mapping agent -> component names
+    (e.g. planner/worker: ``{"worker_0": ("tool_validity",), ...}``); agents it does not name,
+    and tasks that declare nothing, get 0. Components the task reports but does not declare
+    (e.g. a raw tool-call count) never enter r_local. A declared component that the task did
+    not report for that agent and turn is a task bug: ``KeyError``, never a silent 0.
+    """
+    declared = getattr(env.unwrapped, "local_reward_components", None) or {}
+    names = tuple(declared.get(agent, ()))
+    if not names:
+        return 0.0
+    reported = agent_components(env, turn, agent)
+    missing = [n for n in names if n not in reported]
+    if missing:
+        raise KeyError(f"{type(env.unwrapped).__name__} declares local reward component(s) {missing} for "
+                       f"{agent!r} but did not report them at turn {turn} (reported: {sorted(reported)})")
+    return float(sum(reported[n] for n in names))
+
+
 def infra_excluded(env: Any) -> bool:
     """Whether the task marked this episode as spoiled by an infrastructure failure (drop it, never score it)."""
     return any(t.components.get("infra_excluded", 0) for t in env.unwrapped.record.turns)

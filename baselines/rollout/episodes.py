@@ -5,7 +5,8 @@ instance; all ``len(tasks) * G`` episodes are played in lock-step with one batch
 ``generate`` call per round. One row per agent-turn:
 
 - ``reward``: the episode's joint return (sum of the turn rewards);
-- ``return_to_go``: the sum of the turn rewards from the row's turn on;
+- ``return_to_go``: the discounted sum of the turn rewards from the row's turn on,
+  sum_{t' >= t} gamma^(t' - t) r_t' (``gamma`` = ``advantage.gamma``; 1 = the plain sum);
 - ``reward_components``: the components of the row's turn, as its agent saw them;
 - ``tool_reward``: the agent's ``tool_reward_key`` component as last reported in the episode
   (tasks report it for "the episode so far", e.g. the planner/worker task's fraction of
@@ -47,13 +48,14 @@ def sample_episodes(
     credit_mode: str = "rescore",
     tool_reward_key: str = "tool_validity",
     max_steps: int = 1000,
+    gamma: float = 1.0,
 ) -> RolloutResult:
     """Play ``group_size`` episodes of every task; rows as described in the module docstring."""
     slots, stats = play_task_groups(pool, tasks, backend, group_size=group_size, max_steps=max_steps)
     kept = [s for s in slots if not infra_excluded(s.env)]
     rows = [row for slot in kept for row in episode_rows(
         slot, with_credit=with_credit, credit_method=credit_method, credit_mode=credit_mode,
-        tool_reward_key=tool_reward_key)]
+        tool_reward_key=tool_reward_key, gamma=gamma)]
     return RolloutResult(SampleTable.from_rows(rows), [episode_return(s.env) for s in kept], stats,
                          info={"infra_excluded_episodes": len(slots) - len(kept)})
 
@@ -79,6 +81,7 @@ def episode_rows(
     credit_method: str = "shapley",
     credit_mode: str = "rescore",
     tool_reward_key: str = "tool_validity",
+    gamma: float = 1.0,
 ) -> list[Row]:
     """Rows of one finished episode (see the module docstring)."""
     env = slot.env
@@ -99,7 +102,7 @@ def episode_rows(
             node=slot.node, parent=slot.parent, depth=slot.depth, group=slot.group,
             prompt_ids=sample.prompt_ids, completion_ids=sample.completion_ids, old_logprobs=sample.logprobs,
             reward=total,
-            return_to_go=sum(r for t, r in per_turn.items() if t >= sample.turn),
+            return_to_go=sum(gamma ** (t - sample.turn) * r for t, r in per_turn.items() if t >= sample.turn),
             reward_components=step_components(env, sample),
             tool_reward=tool.get(sample.agent, 0.0),
             credit=credit.get(sample.agent, float("nan")),

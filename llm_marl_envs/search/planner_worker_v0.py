@@ -51,7 +51,8 @@ Reward: 0 every turn until the answer; then EM (``metric="em"``) or F1 of the an
 ``infos[a]["reward_components"]``: ``answer_em``, ``answer_f1``, ``answered``,
 ``supporting_recall`` (where the gold is known; worker retrievals only), ``tool_calls`` (this turn, all workers),
 ``retrieval_errors``, ``format_penalty``; per agent: ``tool_validity`` and
-``agent_tool_calls`` (the episode so far). Counterfactual masking: ``coalition_value(unmasked,
+``agent_tool_calls`` (the episode so far). Local reward (``local_reward_components``, AT-GRPO's
+r_local): each worker's ``tool_validity``; the planner and answerer have none. Counterfactual masking: ``coalition_value(unmasked,
 mode="rescore")`` -- see :mod:`llm_marl_envs.search.reward` for exactly what is and is not
 re-evaluated.
 """
@@ -208,6 +209,8 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
             retriever = BM25Retriever(corpus, cache_dir=cache_dir)
         self.retriever: Retriever = retriever
         self.workers = [worker_name(i) for i in range(n_workers)]
+        #: agent -> the per-agent components that form its local reward (never the raw call count)
+        self.local_reward_components = {w: ("tool_validity",) for w in self.workers}
         self.answer_by = answer_by
         finish = _FINISH_PLANNER if answer_by == "planner" else _FINISH_HANDOFF
         roles = [

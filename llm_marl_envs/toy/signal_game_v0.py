@@ -4,7 +4,8 @@ Each round the ``speaker`` sees ``n_candidates`` words and which one is the targ
 sends a message of at most ``message_length`` words. The ``listener`` sees only the
 message and the candidates (in its own random order, so position carries no signal) and
 names the target. Joint reward: 1 per round in which the listener named the target and
-nothing else; 0 otherwise. Observations are a few words long, so a tiny model can learn
+nothing else; 0 otherwise. With ``reward_at="end"`` (a delayed-reward variant for multi-turn
+credit assignment) every round pays 0 and the last one pays the number of rounds won. Observations are a few words long, so a tiny model can learn
 the game on a CPU in minutes.
 
 Format issues (reported in ``infos[agent]["format_issues"]``, penalized by
@@ -54,6 +55,7 @@ class raw_env(TextCollabEnv):
         n_candidates: candidates shown each round (2 <= n <= len(words)).
         message_length: maximum words in the speaker's message.
         n_rounds: rounds per episode (each round is one turn: speaker, then listener).
+        reward_at: "round" (each round pays its win) or "end" (the last round pays all the wins).
         words: the vocabulary candidates are drawn from.
         format_penalty: added to the team reward once per agent with a format issue.
         render_mode: "ansi" or "human".
@@ -72,7 +74,10 @@ class raw_env(TextCollabEnv):
         format_penalty: float = 0.0,
         max_action_chars: int = 4096,
         render_mode: str | None = None,
+        reward_at: str = "round",
     ) -> None:
+        if reward_at not in ("round", "end"):
+            raise ValueError(f"reward_at must be 'round' or 'end', got {reward_at!r}")
         words = tuple(dict.fromkeys(w.lower() for w in words))
         if not 2 <= n_candidates <= len(words):
             raise ValueError(f"n_candidates must be in [2, {len(words)}], got {n_candidates}")
@@ -90,6 +95,7 @@ class raw_env(TextCollabEnv):
         self.n_candidates = n_candidates
         self.message_length = message_length
         self.n_rounds = n_rounds
+        self.reward_at = reward_at
         self.words = words
         self.candidates: list[str] = []
         self.target = ""
@@ -130,7 +136,8 @@ class raw_env(TextCollabEnv):
         for agent in self.agents:
             self.tell(agent, f"result: {result}")
         last_round = len(self.outcomes) >= self.n_rounds
-        return TurnOutcome(float(correct), {"correct": float(correct)}, terminated=last_round)
+        reward = float(correct) if self.reward_at == "round" else float(sum(self.outcomes)) * last_round
+        return TurnOutcome(reward, {"correct": float(correct)}, terminated=last_round)
 
     def _hidden_state(self) -> str:
         return f"candidates: {' '.join(self.candidates)}; target: {self.target}; outcomes: {self.outcomes}"

@@ -111,7 +111,7 @@ def test_episodes_batch_every_env_in_one_call_per_agent_step(namer_dir):
     team, backend = make_backend(namer_dir)
     counting = CountingBackend(backend)
     tasks = [Task(s) for s in (3, 5, 7)]
-    result = sample("episodes", pool_for(signal_kwargs(n_rounds=2)), tasks, counting, group_size=4)
+    result = sample("episodes", pool_for(signal_kwargs(n_rounds=2)), tasks, counting, group_size=4, gamma=0.5)
     # 2 rounds x 2 agents = 4 agent-steps per episode; all 12 episodes advance together
     assert counting.batches == [12, 12, 12, 12]
     table = result.table
@@ -123,13 +123,14 @@ def test_episodes_batch_every_env_in_one_call_per_agent_step(namer_dir):
         # the G episodes of a task start from the same instance: identical first speaker prompts
         first = [table.prompt_ids[i] for i in np.flatnonzero(rows & (table.agent == "speaker") & (table.turn == 0))]
         assert all(p == first[0] for p in first)
-    # reward = the episode's joint return; return_to_go = rewards from the row's turn on
+    # reward = the episode's joint return; return_to_go = rewards from the row's turn on, discounted by gamma
     for (task, ep), ret in zip([(t.id, g) for t in tasks for g in range(4)], result.returns):
         rows = (table.task == task) & (table.episode == ep)
         assert np.all(table.reward[rows] == ret)
         turn1 = rows & (table.turn == 1)
-        assert np.all(table.return_to_go[turn1] == table.reward_components[np.flatnonzero(turn1)[0]]["correct"])
-        assert np.all(table.return_to_go[rows & (table.turn == 0)] == ret)
+        r1 = table.reward_components[np.flatnonzero(turn1)[0]]["correct"]
+        assert np.all(table.return_to_go[turn1] == r1)
+        assert np.all(table.return_to_go[rows & (table.turn == 0)] == (ret - r1) + 0.5 * r1)
     for i in range(len(table)):
         assert len(table.completion_ids[i]) == len(table.old_logprobs[i]) >= 1
         assert all(lp <= 0 for lp in table.old_logprobs[i])
