@@ -34,6 +34,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from transformers import PreTrainedTokenizerBase
 
+from baselines.models.presets import resolve_model
 from baselines.policies.loading import checkpointed_layers, frozen_copy, load_model, load_tokenizer
 from baselines.policies.logprobs import completion_logprobs
 from baselines.policies.lora import add_lora_adapters
@@ -50,7 +51,8 @@ class TeamConfig:
 
     Args:
         mode: "shared", "lora" or "separate" (see the module docstring).
-        model: checkpoint (local path or hub id) of the shared model / LoRA base; in "separate"
+        model: checkpoint (local path, hub id, or a preset of :mod:`baselines.models` such as
+            ``"smollm2-135m-instruct"``) of the shared model / LoRA base; in "separate"
             mode the fallback for agents missing from ``models``.
         models: agent -> checkpoint, for "separate" mode.
         lora_r, lora_alpha, lora_dropout, lora_target_modules: LoRA settings ("lora" mode).
@@ -125,13 +127,14 @@ class Team:
         if config.mode in ("shared", "lora"):
             if not config.model:
                 raise ValueError(f"mode {config.mode!r} needs TeamConfig.model")
+            path = resolve_model(config.model)
             base = load_model(
-                config.model,
+                path,
                 dtype=config.dtype,
                 device=config.device,
                 gradient_checkpointing=config.gradient_checkpointing,
             )
-            tokenizers["shared"] = load_tokenizer(config.model)
+            tokenizers["shared"] = load_tokenizer(path)
             if config.mode == "shared":
                 models["shared"] = base
                 keys = {a: PolicyKey("shared") for a in agents}
@@ -150,6 +153,7 @@ class Team:
                     raise ValueError(
                         f"separate mode: no checkpoint for agent {a!r} (TeamConfig.models or .model)"
                     )
+                path = resolve_model(path)
                 models[a] = load_model(
                     path,
                     dtype=config.dtype,
@@ -218,11 +222,12 @@ class Team:
                 layer.training = True
 
     def checkpoint(self, agent: str) -> str:
-        """The checkpoint ``agent``'s model was loaded from (the LoRA base in LoRA mode)."""
+        """The checkpoint ``agent``'s model was loaded from (the LoRA base in LoRA mode); a preset
+        name resolves to its converted cache folder."""
         self._check_agent(agent)
         if self.config.mode == "separate":
-            return self.config.models.get(agent, self.config.model)  # type: ignore[return-value]
-        return self.config.model  # type: ignore[return-value]
+            return resolve_model(self.config.models.get(agent, self.config.model))  # type: ignore[arg-type]
+        return resolve_model(self.config.model)  # type: ignore[arg-type]
 
     def base_model(self, key: PolicyKey) -> nn.Module:
         """The module stored for ``key.model`` (a PeftModel in LoRA mode), without touching adapters."""
