@@ -5,6 +5,7 @@
     python -m baselines.train --config baselines/configs/signal_game.yaml optim.lr=1e-3 rollout.group_size=16
     python -m baselines.train --model Qwen/Qwen2.5-0.5B-Instruct --device cuda --env code/helper_main_v0 \\
         --scheme magrpo generation.max_new_tokens=256 model.sharing=lora
+    python -m baselines.train --config baselines/configs/helper_main_magrpo_smollm2.yaml   # real model, CPU
     python -m baselines.train --resume runs/<run>                 # exact resume from the latest checkpoint
     python -m baselines.train --import my_tasks.sum_game_v0 --env toy/sum_game_v0   # a task of your own
     torchrun --nproc_per_node 2 -m baselines.train ...             # data parallel (docs/scaling.md)
@@ -37,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="YAML config file")
     p.add_argument("--env", help="registered environment name, e.g. toy/signal_game_v0")
     p.add_argument("--scheme", help="grpo | dr_mas | magrpo | at_grpo | mars2 | sharp")
-    p.add_argument("--model", help="local path or hub id (default: a tiny model built locally)")
+    p.add_argument("--model", help="model preset (smollm2-135m-instruct), local path or hub id "
+                                    "(default: a tiny model built locally)")
     p.add_argument("--steps", type=int, help="optimizer steps")
     p.add_argument("--seed", type=int)
     p.add_argument("--device", help="cpu, cuda, cuda:1 ...")

@@ -2,6 +2,7 @@
 
     python -m baselines.bench.rollout                       # tiny model, CPU
     python -m baselines.bench.rollout --device cuda --shape qwen2.5-0.5b --dtype bf16
+    python -m baselines.bench.rollout --model smollm2-135m-instruct --env code/helper_main_v0 --requests 8
 
 Prompts are the chat observations agents actually get in ``toy/signal_game_v0`` (speaker and
 listener turns of seeded episodes; ``--env`` adds other registered tasks). The same team and
@@ -10,6 +11,11 @@ sampling settings generate completions twice: once with :class:`TransformersBack
 of one request per ``generate`` call, which is how a per-prompt trainer (e.g. the MAGRPO
 authors' code) samples. Both are timed after a warm-up; the figure is generated tokens per
 second, and the last line is the ratio batched / one-at-a-time (goal >= 10x).
+
+``--model`` (a preset such as ``smollm2-135m-instruct``, a local folder or hub id) runs a real
+pretrained model instead of a built one, and adds a third reference: plain ``model.generate`` on
+the same left-padded batch with the same sampling settings (the trainer's backend adds
+log-probs and bookkeeping on top; goal >= 0.9x of plain).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ class BenchConfig:
     seed: int = 0
     threads: int | None = 1
     max_padding: float | None = None
+    model: str | None = None
 
 
 def env_requests(env_names: tuple[str, ...], n: int, seed: int) -> tuple[list[GenRequest], list[str]]:
@@ -103,7 +110,7 @@ def run(cfg: BenchConfig) -> float:
     requests, agents = env_requests(cfg.envs, cfg.n_requests, cfg.seed)
     texts = signal_game_texts() + [m["content"] for r in requests for m in r.messages]
     with tempfile.TemporaryDirectory() as tmp:
-        path = build_model(cfg, Path(tmp) / "model", texts)
+        path = cfg.model or build_model(cfg, Path(tmp) / "model", texts)
         team = Team.from_config(
             TeamConfig(mode=cfg.mode, model=path, dtype=cfg.dtype, device=cfg.device), agents
         )
@@ -112,7 +119,7 @@ def run(cfg: BenchConfig) -> float:
     prompt_lens = [len(backend.prompt_ids(r)) for r in requests]
     n_params = sum(p.numel() for p in team.model(agents[0]).parameters())
     print(
-        f"model: {cfg.shape} ({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), team mode {cfg.mode}"
+        f"model: {cfg.model or cfg.shape} ({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), team mode {cfg.mode}"
     )
     print(
         f"prompts: {len(requests)} from {', '.join(cfg.envs)}; {len(agents)} agents; "
@@ -130,8 +137,45 @@ def run(cfg: BenchConfig) -> float:
         f"one sequence at a time ({len(seq)} calls): {s_tokens} tokens in {s_time:.2f} s = {sequential:.0f} tokens/s"
     )
     ratio = batched / sequential
+    if cfg.model:
+        p_tokens, p_time = plain_generate(team, backend, requests, gen, cfg.device)
+        plain = p_tokens / p_time
+        print(f"plain model.generate, same batch and seed: {p_tokens} tokens in {p_time:.2f} s = {plain:.0f} tokens/s")
+        print(f"trainer backend / plain generate: {batched / plain:.2f}x")
     print(f"speedup batched / one-at-a-time: {ratio:.1f}x")
     return ratio
+
+
+def plain_generate(
+    team: Team, backend: TransformersBackend, requests: list[GenRequest], gen: GenerationConfig, device: str
+) -> tuple[int, float]:
+    """The reference: one bare ``model.generate`` over the left-padded batch with the backend's sampling
+    settings (no log-probs), tokens counted up to and including EOS, so the figure is per generated token."""
+    agent = requests[0].agent
+    tok = team.tokenizer(agent)
+    prompts = [backend.prompt_ids(r) for r in requests]
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), tok.pad_token_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p) :] = torch.tensor(p)
+        mask[i, width - len(p) :] = 1
+    eos = team.eos_token_ids(agent)
+    model = team.model(agent)
+    torch.manual_seed(gen.seed or 0)
+    _sync(device)
+    start = time.perf_counter()
+    with torch.no_grad():
+        out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=True,
+                             temperature=gen.temperature, top_k=0, top_p=1.0, max_new_tokens=gen.max_new_tokens,
+                             pad_token_id=tok.pad_token_id, eos_token_id=eos)
+    _sync(device)
+    seconds = time.perf_counter() - start
+    tokens = 0
+    for row in out[:, width:].tolist():
+        stop = next((j for j, t in enumerate(row) if t in eos), None)
+        tokens += len(row) if stop is None else stop + 1
+    return tokens, seconds
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -155,11 +199,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-padding", type=float, default=None, help="bucket prompts by length (e.g. 1.5)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
+    p.add_argument("--model", help="real model: preset (smollm2-135m-instruct), local folder or hub id")
     a = p.parse_args(argv)
     run(BenchConfig(
         n_requests=a.requests, max_new_tokens=a.max_new_tokens, temperature=a.temperature, device=a.device,
         dtype=a.dtype, shape=a.shape, mode=a.mode, envs=tuple(a.env or ("toy/signal_game_v0",)),
         sequential_requests=a.sequential_requests, seed=a.seed, threads=a.threads, max_padding=a.max_padding,
+        model=a.model,
     ))  # fmt: skip
 
 

@@ -11,12 +11,18 @@ the share of the step spent generating. The reference, measured in the same run 
 rows, is a bare forward + backward of the whole batch through ``Team.sequence_logprobs``
 (no loss bookkeeping, no per-agent passes): the printed ratio is trainer / bare throughput.
 ``--shape qwen2.5-0.5b`` uses a random-weight model of Qwen2.5-0.5B's shape with the local
-tokenizer (no download), for GPU users.
+tokenizer (no download), for GPU users. ``--model smollm2-135m-instruct`` (a preset, local folder
+or hub id) trains a real pretrained model instead (add ``model.sharing=lora`` for adapters).
+The last line also gives the process's peak resident memory (includes loading the model).
+
+    python -m baselines.bench.train --model smollm2-135m-instruct --env code/helper_main_v0 \
+        --tasks 2 --group 2 --max-new-tokens 32 --steps 2 model.sharing=lora
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import tempfile
 import time
@@ -87,6 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--shape", default="tiny", choices=["tiny", "qwen2.5-0.5b"])
+    ap.add_argument("--model", help="real model: preset (smollm2-135m-instruct), local folder or hub id")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
     ap.add_argument("--scheme", default="grpo")
     ap.add_argument("--env", default="toy/signal_game_v0")
     ap.add_argument("--tasks", type=int, default=32, help="tasks per step")
@@ -96,6 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         overrides = [
@@ -105,17 +115,18 @@ def main(argv: list[str] | None = None) -> None:
             f"rollout.group_size={args.group}",
             f"generation.max_new_tokens={args.max_new_tokens}",
             f"model.tiny_dir={workdir / 'tiny_model'}",
+            *([f"model.path={args.model}"] if args.model else []),
             *args.overrides,
         ]
         base = {"env": {"name": args.env}} if args.env != "toy/signal_game_v0" else {}
         config = load_config(overrides=overrides, base=base)
         trainer = Trainer(config, workdir / "run")
-        path = build_model(args.shape, workdir)
+        path = None if args.model else build_model(args.shape, workdir)
         if path is not None:
             config.model.path = path
             trainer = Trainer(config, workdir / "run")
         print(
-            f"bench: {args.shape} on {args.device}, {args.env}, {args.scheme}, "
+            f"bench: {args.model or args.shape} on {args.device}, {args.env}, {args.scheme}, "
             f"{args.tasks} tasks x {args.group} per step, max_new_tokens {args.max_new_tokens}"
         )
         train_tps, gen_tps, share, ratios = [], [], [], []
@@ -138,7 +149,8 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"median: train {statistics.median(train_tps):,.0f} tok/s per optimizer step, ratio vs bare "
             f"{statistics.median(ratios):.2f}, generation {statistics.median(gen_tps):,.0f} tok/s, "
-            f"generation share {100 * statistics.median(share):.0f}%"
+            f"generation share {100 * statistics.median(share):.0f}%, "
+            f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB"
         )
 
 

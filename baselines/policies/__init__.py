@@ -1,8 +1,9 @@
 """Policies: tiny local models, the agent-to-model team map, batched token scoring."""
 
 from baselines.policies.corpus import env_texts, signal_game_texts
+from baselines.policies.loading import load_model, load_tokenizer
 from baselines.policies.logprobs import completion_logprobs
-from baselines.policies.team import PolicyKey, Team, TeamConfig, load_model, load_tokenizer
+from baselines.policies.team import PolicyKey, Team, TeamConfig
 from baselines.policies.tiny import (
     build_shape_model,
     build_tiny_model,

@@ -21,9 +21,7 @@ so sampling and training see the same distribution; gradients flow all the same.
 
 from __future__ import annotations
 
-import copy
 import json
-import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,14 +32,15 @@ from typing import Any, Literal
 import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
+from baselines.models.presets import resolve_model
+from baselines.policies.loading import checkpointed_layers, frozen_copy, load_model, load_tokenizer
 from baselines.policies.logprobs import completion_logprobs
+from baselines.policies.lora import add_lora_adapters
 from baselines.policies.vocab_mask import restrict_vocabulary
 
 Mode = Literal["shared", "lora", "separate"]
-_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-           "float16": torch.float16, "fp16": torch.float16}  # fmt: skip
 DEFAULT_LORA_TARGETS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 TEAM_FILE = "team.json"
 
@@ -52,7 +51,8 @@ class TeamConfig:
 
     Args:
         mode: "shared", "lora" or "separate" (see the module docstring).
-        model: checkpoint (local path or hub id) of the shared model / LoRA base; in "separate"
+        model: checkpoint (local path, hub id, or a preset of :mod:`baselines.models` such as
+            ``"smollm2-135m-instruct"``) of the shared model / LoRA base; in "separate"
             mode the fallback for agents missing from ``models``.
         models: agent -> checkpoint, for "separate" mode.
         lora_r, lora_alpha, lora_dropout, lora_target_modules: LoRA settings ("lora" mode).
@@ -87,54 +87,6 @@ class PolicyKey:
 
     def __str__(self) -> str:
         return self.model if self.adapter is None else f"{self.model}+{self.adapter}"
-
-
-def _torch_dtype(name: str) -> torch.dtype:
-    try:
-        return _DTYPES[name]
-    except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; expected one of {sorted(_DTYPES)}") from None
-
-
-def load_model(
-    path: str, *, dtype: str = "float32", device: str = "cpu", gradient_checkpointing: bool = False
-) -> nn.Module:
-    """``AutoModelForCausalLM.from_pretrained`` (local directories never touch the network), in eval mode.
-
-    With ``gradient_checkpointing`` the decoder layers (only them, not their dropout-carrying
-    submodules) are flagged as training so transformers checkpoints them in forward passes.
-    """
-    model = AutoModelForCausalLM.from_pretrained(
-        path, dtype=_torch_dtype(dtype), local_files_only=os.path.isdir(path)
-    )
-    model = model.to(device).eval()
-    if gradient_checkpointing:
-        kwargs = {"use_reentrant": False}
-        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5
-            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
-        else:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
-        model.eval()
-        for layer in _checkpointed_layers(model):
-            layer.training = True  # non-recursive: attention/MLP submodules stay in eval mode
-    return model
-
-
-def _checkpointed_layers(model: nn.Module) -> list[nn.Module]:
-    """Modules transformers checkpoints when they are in training mode (decoder layers / the decoder)."""
-    return [m for m in model.modules() if getattr(m, "gradient_checkpointing", False) is True]
-
-
-def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
-    """``AutoTokenizer.from_pretrained``; a tokenizer without a pad token pads with EOS."""
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=os.path.isdir(path))
-    if tok.pad_token_id is None:
-        if tok.eos_token_id is None:
-            raise ValueError(f"tokenizer of {path!r} has neither a pad nor an EOS token")
-        tok.pad_token = tok.eos_token
-    if not tok.chat_template:
-        raise ValueError(f"tokenizer of {path!r} has no chat template")
-    return tok
 
 
 def _adapter_name(agent: str) -> str:
@@ -175,23 +127,24 @@ class Team:
         if config.mode in ("shared", "lora"):
             if not config.model:
                 raise ValueError(f"mode {config.mode!r} needs TeamConfig.model")
+            path = resolve_model(config.model)
             base = load_model(
-                config.model,
+                path,
                 dtype=config.dtype,
                 device=config.device,
                 gradient_checkpointing=config.gradient_checkpointing,
             )
-            tokenizers["shared"] = load_tokenizer(config.model)
+            tokenizers["shared"] = load_tokenizer(path)
             if config.mode == "shared":
                 models["shared"] = base
                 keys = {a: PolicyKey("shared") for a in agents}
                 if config.reference:
-                    refs["shared"] = _frozen_copy(base)
+                    refs["shared"] = frozen_copy(base)
             else:
                 names = [_adapter_name(a) for a in agents]
                 if len(set(names)) != len(names):
                     raise ValueError(f"agent names {agents} collide as adapter names {names}")
-                models["shared"] = _add_lora_adapters(base, config, names)
+                models["shared"] = add_lora_adapters(base, config, names)
                 keys = {a: PolicyKey("shared", _adapter_name(a)) for a in agents}
         elif config.mode == "separate":
             for a in agents:
@@ -200,6 +153,7 @@ class Team:
                     raise ValueError(
                         f"separate mode: no checkpoint for agent {a!r} (TeamConfig.models or .model)"
                     )
+                path = resolve_model(path)
                 models[a] = load_model(
                     path,
                     dtype=config.dtype,
@@ -209,7 +163,7 @@ class Team:
                 tokenizers[a] = load_tokenizer(path)
                 keys[a] = PolicyKey(a)
                 if config.reference:
-                    refs[a] = _frozen_copy(models[a])
+                    refs[a] = frozen_copy(models[a])
             unknown = set(config.models) - set(agents)
             if unknown:
                 raise ValueError(
@@ -258,7 +212,7 @@ class Team:
         """``agent``'s model (adapter active) set up for sampling: gradient checkpointing off, so the
         KV cache is used. Restores the training setup on exit."""
         model = self.model(agent)
-        layers = [m for m in _checkpointed_layers(model) if m.training]
+        layers = [m for m in checkpointed_layers(model) if m.training]
         for layer in layers:
             layer.training = False
         try:
@@ -268,11 +222,12 @@ class Team:
                 layer.training = True
 
     def checkpoint(self, agent: str) -> str:
-        """The checkpoint ``agent``'s model was loaded from (the LoRA base in LoRA mode)."""
+        """The checkpoint ``agent``'s model was loaded from (the LoRA base in LoRA mode); a preset
+        name resolves to its converted cache folder."""
         self._check_agent(agent)
         if self.config.mode == "separate":
-            return self.config.models.get(agent, self.config.model)  # type: ignore[return-value]
-        return self.config.model  # type: ignore[return-value]
+            return resolve_model(self.config.models.get(agent, self.config.model))  # type: ignore[arg-type]
+        return resolve_model(self.config.model)  # type: ignore[arg-type]
 
     def base_model(self, key: PolicyKey) -> nn.Module:
         """The module stored for ``key.model`` (a PeftModel in LoRA mode), without touching adapters."""
@@ -463,31 +418,3 @@ class Team:
             self.tokenizer(agent).save_pretrained(target)
             out[str(key)] = target
         return out
-
-
-def _frozen_copy(model: nn.Module) -> nn.Module:
-    ref = copy.deepcopy(model).eval()
-    ref.requires_grad_(False)
-    for layer in _checkpointed_layers(ref):
-        layer.gradient_checkpointing = False
-    return ref
-
-
-def _add_lora_adapters(base: nn.Module, config: TeamConfig, names: Sequence[str]) -> nn.Module:
-    from peft import LoraConfig, get_peft_model
-
-    def lora() -> LoraConfig:
-        return LoraConfig(
-            r=config.lora_r,
-            lora_alpha=config.lora_alpha,
-            lora_dropout=config.lora_dropout,
-            target_modules=list(config.lora_target_modules),
-            bias="none",
-            task_type="CAUSAL_LM",
-        )
-
-    model = get_peft_model(base, lora(), adapter_name=names[0])
-    for name in names[1:]:
-        model.add_adapter(name, lora())
-    model.set_requires_grad(list(names), requires_grad=True)
-    return model.eval()
