@@ -92,11 +92,14 @@ class EvalReport:
 
 
 def held_out_kwargs(env_name: str, kwargs: dict[str, Any], split: str | None = "eval") -> dict[str, Any]:
-    """``kwargs`` with ``split=<split>`` added when the task takes a ``split`` keyword and none is given."""
+    """``kwargs`` with ``split=<split>`` added when the task takes a ``split`` keyword and none is given.
+
+    ``"eval"`` means the task's held-out split, whatever the task calls it (its ``held_out_split``).
+    """
     out = dict(kwargs)
     raw_env = llm_marl_envs.spec(env_name).load().raw_env
     if split is not None and "split" in inspect.signature(raw_env.__init__).parameters:
-        out.setdefault("split", split)
+        out.setdefault("split", getattr(raw_env, "held_out_split", "eval") if split == "eval" else split)
     return out
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -51,6 +52,8 @@ def local_cluster(num_cpus: int = 2, object_store_mb: int = 100) -> Iterator[Non
     from ray._private import ray_constants  # the switch above, as ray read it at import
 
     saved_env = {k: os.environ.get(k) for k in ("RAY_ADDRESS", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")}
+    # ray.init installs its own SIGTERM/SIGINT handlers in this process: give the caller its own back
+    saved_signals = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     saved_switch = ray_constants.ENABLE_RAY_CLUSTER
     os.environ.pop("RAY_ADDRESS", None)  # never join a cluster named by the environment
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
@@ -64,6 +67,8 @@ def local_cluster(num_cpus: int = 2, object_store_mb: int = 100) -> Iterator[Non
         yield
     finally:
         ray.shutdown()
+        for sig, handler in saved_signals.items():
+            signal.signal(sig, handler)
         ray_constants.ENABLE_RAY_CLUSTER = saved_switch
         for key, value in saved_env.items():
             if value is None:

@@ -100,6 +100,8 @@ class TextCollabEnv(CycleSchedule, AECEnv):
     counterfactual_modes: ClassVar[tuple[str, ...]] = ()
     #: the ``__init__`` parameter that ``max_cycles`` maps onto (the task's horizon in turns)
     horizon_kwarg: ClassVar[str] = "max_turns"
+    #: the value of the task's ``split`` keyword (where it has one) that holds its held-out problems
+    held_out_split: ClassVar[str] = "eval"
 
     def __init__(
         self,

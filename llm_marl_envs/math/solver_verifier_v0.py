@@ -93,6 +93,7 @@ class raw_env(TextCollabEnv):
     metadata = {"render_modes": ["ansi", "human"], "name": "solver_verifier_v0", "is_parallelizable": False}
     shared_attributes = ("problems", "_sandbox")
     counterfactual_modes = ("rescore",)
+    held_out_split = "test"  #: evaluation (``baselines.evaluate``) uses the disjoint test seeds
     local_reward_components = LOCAL_REWARD_COMPONENTS
     horizon_kwarg = "max_loops"  #: ``max_cycles`` maps onto the number of solve/verify loops
 

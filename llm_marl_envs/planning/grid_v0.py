@@ -79,6 +79,7 @@ class raw_env(TextCollabEnv):
 
     metadata = {"render_modes": ["ansi", "human"], "name": "grid_v0", "is_parallelizable": False}
     shared_attributes = ("_sandbox",)
+    held_out_split = "test"  #: evaluation (``baselines.evaluate``) uses the disjoint test seeds
     local_reward_components = LOCAL_REWARD_COMPONENTS
 
     def __init__(

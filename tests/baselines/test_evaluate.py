@@ -38,6 +38,7 @@ def test_held_out_seeds_and_eval_split():
     assert held_out_kwargs("code/helper_main_v0", {})["split"] == "eval"
     assert held_out_kwargs("code/helper_main_v0", {"split": "train"})["split"] == "train"  # asked for
     assert "split" not in held_out_kwargs("toy/signal_game_v0", {})  # no problem split to choose
+    assert held_out_kwargs("planning/grid_v0", {})["split"] == "test"  # the task names its held-out split
 
 
 def test_bad_input_fails_before_loading_a_model(tiny_paths):

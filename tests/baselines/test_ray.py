@@ -172,3 +172,4 @@ def test_ray_retriever_meets_the_retriever_contract_like_local_bm25(cluster):
     with pytest.raises(RetrievalError):
         remote.batch_search(queries, 2)
     remote.close()
+

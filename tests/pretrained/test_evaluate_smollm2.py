@@ -31,4 +31,5 @@ def test_smollm2_team_plays_every_task(env_name, smollm2_env, tmp_path):
     summary = json.loads((tmp_path / f"{stem}.summary.json").read_text())
     assert summary["mean_return"] == report.mean_return
     if "split" in summary["env_kwargs"]:
-        assert summary["env_kwargs"]["split"] == "eval"
+        raw_env = llm_marl_envs.spec(env_name).load().raw_env
+        assert summary["env_kwargs"]["split"] == raw_env.held_out_split  # the task's held-out problems
