@@ -51,3 +51,23 @@ def test_played_envs_pickle_without_the_default_sandbox(module, kwargs):
         _, _, term, trunc, _ = copy.last()
         copy.step(None if term or trunc else module.best_policy(copy, agent))
     assert copy.unwrapped.record.total_reward == 1.0
+
+
+def test_played_envs_with_their_own_sandbox_pickle_and_reattach():
+    """A sandbox given at construction is detached in the pickle; the copy re-attaches to one of
+    the same configuration on first use (``code.sandbox_handle.SandboxResource``)."""
+    import pickle
+
+    own = Sandbox(SandboxConfig(workers=1))
+    try:
+        env = grid_v0.env(sandbox=own, size=5)
+        env.reset(seed=0)
+        env.step(grid_v0.best_policy(env, env.agent_selection))  # the tool's program ran in `own`
+        copy = pickle.loads(pickle.dumps(env))
+        for agent in copy.agent_iter():
+            _, _, term, trunc, _ = copy.last()
+            copy.step(None if term or trunc else grid_v0.best_policy(copy, agent))
+        assert copy.unwrapped.record.total_reward == 1.0
+        assert copy.unwrapped.sandbox is not own and copy.unwrapped.sandbox.config == own.config
+    finally:
+        own.close()

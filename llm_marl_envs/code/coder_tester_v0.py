@@ -52,9 +52,10 @@ from llm_marl_envs.code.coder_tester_scoring import (
     parse_tester_tests,
     score_turn,
 )
-from llm_marl_envs.code.sandbox_handle import hidden_test_texts
+from llm_marl_envs.code.sandbox_handle import SandboxResource, hidden_test_texts
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import split_problems
+from llm_marl_envs.sandbox import default_sandbox
 
 __all__ = ["LOCAL_REWARD_COMPONENTS", "best_policy", "env", "parallel_env", "random_policy", "raw_env"]
 
@@ -75,7 +76,7 @@ LOCAL_REWARD_COMPONENTS: dict[str, tuple[str, ...]] = {
 _FEEDBACK_TESTS = 5
 
 
-class raw_env(TextCollabEnv):
+class raw_env(SandboxResource, TextCollabEnv):
     """Coder/tester code writing (see the module docstring).
 
     Args:
@@ -88,7 +89,7 @@ class raw_env(TextCollabEnv):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "coder_tester_v0", "is_parallelizable": True}
-    shared_attributes = ("problems", "_sandbox")
+    shared_attributes = ("problems",)
     local_reward_components = LOCAL_REWARD_COMPONENTS
 
     def __init__(
@@ -123,7 +124,7 @@ class raw_env(TextCollabEnv):
         self.problems: list[CoderTesterProblem] = list(pool)
         self._by_id = {p.task_id: i for i, p in enumerate(self.problems)}
         self.max_tests = max_tests
-        self._sandbox = sandbox
+        self.sandbox = sandbox if sandbox is not None else default_sandbox()
         self.timeout_s = timeout_s
         self.problem = self.problems[0]
         self._turn: dict[str, Any] = {}
@@ -194,16 +195,6 @@ class raw_env(TextCollabEnv):
         return f"- {t.name}: {t.error_type or 'failed'}: {(t.error_message or '')[:200]}"
 
     # ------------------------------------------------------------------ extras
-    @property
-    def sandbox(self) -> Any:
-        """The sandbox given at construction, else the process-wide default (looked up on each
-        use and never stored, so the environment stays picklable and deep-copyable)."""
-        if self._sandbox is not None:
-            return self._sandbox
-        from llm_marl_envs.sandbox import default_sandbox
-
-        return default_sandbox()
-
     def _hidden_state(self) -> str:
         last = self.scores[-1] if self.scores else None
         return (f"task: {self.problem.task_id} ({self.problem.kind}); golden tests: {len(self.problem.golden_tests)}; "

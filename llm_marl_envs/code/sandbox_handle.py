@@ -18,6 +18,19 @@ from typing import Any
 MIN_SECRET_CHARS = 12
 
 
+class SandboxResource:
+    """Mixin for a task whose ``self.sandbox`` is a process resource (:mod:`llm_marl_envs.core.copying`):
+    shared by deep copies, detached when the environment is pickled and re-attached on first use."""
+
+    process_attributes = ("sandbox",)
+
+    def _detach_resource(self, name: str, value: Any) -> Any:
+        return detach_sandbox(value)
+
+    def _reattach_resource(self, name: str, token: Any) -> Any:
+        return reattach_sandbox(token)
+
+
 def detach_sandbox(sandbox: Any) -> Any:
     """The token kept in a pickle: the sandbox's configuration (None: the default sandbox)."""
     return getattr(sandbox, "config", None) if sandbox is not None else None

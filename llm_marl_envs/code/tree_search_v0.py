@@ -87,7 +87,7 @@ import numpy as np
 
 from llm_marl_envs.code.extract import extract_code
 from llm_marl_envs.code.feedback import COMPILE_ERROR, FeedbackConfig, analyze
-from llm_marl_envs.code.sandbox_handle import detach_sandbox, hidden_test_texts, reattach_sandbox
+from llm_marl_envs.code.sandbox_handle import SandboxResource, hidden_test_texts
 from llm_marl_envs.code.search_problems import (  # noqa: F401  (public names of this module)
     FUNCTION,
     STDIO,
@@ -126,7 +126,7 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 
-class raw_env(TreeSearchEvaluation, TextCollabEnv):
+class raw_env(SandboxResource, TreeSearchEvaluation, TextCollabEnv):
     """MARS2 multi-agent tree search over candidate programs (see the module docstring).
 
     Args:
@@ -165,7 +165,6 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
     metadata = {"render_modes": ["ansi", "human"], "name": "tree_search_v0", "is_parallelizable": False}
     horizon_kwarg = "max_nodes"
     shared_attributes = ("problems",)
-    process_attributes = ("sandbox",)
 
     def __init__(
         self,
@@ -360,12 +359,6 @@ class raw_env(TreeSearchEvaluation, TextCollabEnv):
     def secrets(self, agent: str) -> tuple[str, ...]:
         """The hidden tests (those that are not also public) and the reference solution."""
         return hidden_test_texts(self.problem.hidden_tests, self.problem.public_tests, self.problem.reference)
-
-    def _detach_resource(self, name: str, value: Any) -> Any:
-        return detach_sandbox(value)
-
-    def _reattach_resource(self, name: str, token: Any) -> Any:
-        return reattach_sandbox(token)
 
     def _hidden_state(self) -> str:
         return (

@@ -47,10 +47,12 @@ from typing import Any
 
 import numpy as np
 
+from llm_marl_envs.code.sandbox_handle import SandboxResource
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.seed_splits import instance_seed
 from llm_marl_envs.math.answers import answers_match, last_boxed, parse_verdict
 from llm_marl_envs.math.problems import GENERATORS, MathProblem, generate_problem, load_math_jsonl
+from llm_marl_envs.sandbox import default_sandbox
 
 __all__ = ["LOCAL_REWARD_COMPONENTS", "best_policy", "env", "parallel_env", "random_policy", "raw_env"]
 
@@ -76,7 +78,7 @@ LOCAL_REWARD_COMPONENTS: dict[str, tuple[str, ...]] = {
 _SHOWN_ANSWER_CHARS = 4000
 
 
-class raw_env(TextCollabEnv):
+class raw_env(SandboxResource, TextCollabEnv):
     """Solver/verifier math (see the module docstring).
 
     Args:
@@ -91,7 +93,7 @@ class raw_env(TextCollabEnv):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "solver_verifier_v0", "is_parallelizable": False}
-    shared_attributes = ("problems", "_sandbox")
+    shared_attributes = ("problems",)
     counterfactual_modes = ("rescore",)
     held_out_split = "test"  #: evaluation (``baselines.evaluate``) uses the disjoint test seeds
     local_reward_components = LOCAL_REWARD_COMPONENTS
@@ -142,7 +144,7 @@ class raw_env(TextCollabEnv):
         self.max_loops = max_loops
         self.tool = tool
         self.invalid_format_cost = invalid_format_cost
-        self._sandbox = sandbox
+        self.sandbox = sandbox if sandbox is not None else default_sandbox()
         self.timeout_s = timeout_s
         self.problem = MathProblem("", "", "")
         self.attempts: list[dict[str, Any]] = []  #: per loop: answer, boxed, correct, verdict
@@ -222,16 +224,6 @@ class raw_env(TextCollabEnv):
         return TurnOutcome(reward, components, agent_components, terminated=approved)
 
     # ------------------------------------------------------------------ extras
-    @property
-    def sandbox(self) -> Any:
-        """The sandbox given at construction, else the process-wide default (looked up on each
-        use and never stored, so the environment stays picklable and deep-copyable)."""
-        if self._sandbox is not None:
-            return self._sandbox
-        from llm_marl_envs.sandbox import default_sandbox
-
-        return default_sandbox()
-
     def _hidden_state(self) -> str:
         return f"problem: {self.problem.task_id}; gold answer: {self.problem.answer}; attempts: {self.attempts}"
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_marl_envs.code.sandbox_handle import SandboxResource
 from llm_marl_envs.code.tool_runs import ToolRun, run_tool
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.seed_splits import SPLITS, instance_seed
@@ -47,6 +48,7 @@ from llm_marl_envs.planning.prompts import plan_instructions, tool_instructions
 from llm_marl_envs.planning.puzzle import Puzzle, parse_moves
 from llm_marl_envs.planning.sokoban import generate_sokoban
 from llm_marl_envs.planning.sudoku import generate_sudoku
+from llm_marl_envs.sandbox import default_sandbox
 
 __all__ = ["LOCAL_REWARD_COMPONENTS", "PUZZLES", "best_policy", "env", "greedy_policy", "parallel_env",
            "random_policy", "raw_env"]
@@ -61,7 +63,7 @@ LOCAL_REWARD_COMPONENTS: dict[str, tuple[str, ...]] = {
 }
 
 
-class raw_env(TextCollabEnv):
+class raw_env(SandboxResource, TextCollabEnv):
     """Tool + plan agents solve a grid puzzle (see the module docstring).
 
     Args:
@@ -78,7 +80,6 @@ class raw_env(TextCollabEnv):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "grid_v0", "is_parallelizable": False}
-    shared_attributes = ("_sandbox",)
     held_out_split = "test"  #: evaluation (``baselines.evaluate``) uses the disjoint test seeds
     local_reward_components = LOCAL_REWARD_COMPONENTS
 
@@ -123,7 +124,7 @@ class raw_env(TextCollabEnv):
             "sudoku": {"n_holes": n_holes},
         }[puzzle]
         self._generate(np.random.default_rng(0))  # validates the generator settings now
-        self._sandbox = sandbox
+        self.sandbox = sandbox if sandbox is not None else default_sandbox()
         self.timeout_s = timeout_s
         self.puzzle_seed = -1
         self.start: Puzzle = self.puzzle
@@ -220,16 +221,6 @@ class raw_env(TextCollabEnv):
         return TurnOutcome(float(solved) + shaping, components, agent_components, terminated=solved)
 
     # ------------------------------------------------------------------ extras
-    @property
-    def sandbox(self) -> Any:
-        """The sandbox given at construction, else the process-wide default (looked up on each
-        use and never stored, so the environment stays picklable and deep-copyable)."""
-        if self._sandbox is not None:
-            return self._sandbox
-        from llm_marl_envs.sandbox import default_sandbox
-
-        return default_sandbox()
-
     def _hidden_state(self) -> str:
         return (f"puzzle: {self.kind} seed {self.puzzle_seed}; optimal solution from the start: "
                 f"{self.start.solution()}\ncurrent state:\n{self.puzzle.render()}")
