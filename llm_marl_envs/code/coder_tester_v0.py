@@ -55,6 +55,7 @@ from llm_marl_envs.code.coder_tester_scoring import (
 from llm_marl_envs.code.sandbox_handle import SandboxResource, hidden_test_texts
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import split_problems
+from llm_marl_envs.data.problems import choose_problem
 from llm_marl_envs.sandbox import default_sandbox
 
 __all__ = ["LOCAL_REWARD_COMPONENTS", "best_policy", "env", "parallel_env", "random_policy", "raw_env"]
@@ -132,13 +133,7 @@ class raw_env(SandboxResource, TextCollabEnv):
 
     # ------------------------------------------------------------------ hooks
     def _setup(self, rng: np.random.Generator, options: dict) -> None:
-        task_id = options.get("task_id")
-        if task_id is not None:
-            if task_id not in self._by_id:
-                raise KeyError(f"unknown task_id {task_id!r}")
-            self.problem = self.problems[self._by_id[task_id]]
-        else:
-            self.problem = self.problems[int(rng.integers(len(self.problems)))]
+        self.problem = choose_problem(self.problems, rng, options.get("task_id"), self._by_id)
         self.scores = []
         for agent in self.agents:
             self.tell(agent, f"Problem {self.problem.task_id}:\n{self.problem.statement}")

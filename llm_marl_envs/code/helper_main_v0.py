@@ -67,6 +67,7 @@ from llm_marl_envs.code.helper_main_scoring import HelperMainScorer, Scored, Sub
 from llm_marl_envs.code.sandbox_handle import hidden_test_texts
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, split_problems
+from llm_marl_envs.data.problems import choose_problem
 
 __all__ = ["best_policy", "env", "main_only_policy", "parallel_env", "random_policy", "raw_env"]
 
@@ -188,13 +189,7 @@ class raw_env(TextCollabEnv):
 
     # ------------------------------------------------------------------ hooks
     def _setup(self, rng: np.random.Generator, options: dict) -> None:
-        task_id = options.get("task_id")
-        if task_id is not None:
-            if task_id not in self._by_id:
-                raise KeyError(f"unknown task_id {task_id!r}")
-            self.problem = self.problems[self._by_id[task_id]]
-        else:
-            self.problem = self.problems[int(rng.integers(len(self.problems)))]
+        self.problem = choose_problem(self.problems, rng, options.get("task_id"), self._by_id)
         self.answers = {}
         self.history = []
         self.turn_answers = []

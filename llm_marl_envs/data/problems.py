@@ -121,3 +121,19 @@ def split_problems(
     train = [p for i, p in enumerate(problems) if i not in eval_idx]
     evals = [p for i, p in enumerate(problems) if i in eval_idx]
     return train, evals
+
+
+def choose_problem(problems: Sequence[Any], rng: np.random.Generator, task_id: str | None = None,
+                   by_id: Mapping[str, int] | None = None) -> Any:
+    """The problem named ``task_id`` (``KeyError`` if none), else one drawn with ``rng``.
+
+    ``problems`` are any records with a ``task_id``; ``by_id`` (task id -> index) saves the
+    scan where a task keeps one.
+    """
+    if task_id is None:
+        return problems[int(rng.integers(len(problems)))]
+    index = by_id.get(task_id) if by_id is not None else next(
+        (i for i, p in enumerate(problems) if p.task_id == task_id), None)
+    if index is None:
+        raise KeyError(f"unknown task_id {task_id!r}")
+    return problems[index]

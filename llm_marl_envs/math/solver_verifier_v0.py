@@ -49,6 +49,7 @@ import numpy as np
 
 from llm_marl_envs.code.sandbox_handle import SandboxResource
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.data.problems import choose_problem
 from llm_marl_envs.data.seed_splits import instance_seed
 from llm_marl_envs.math.answers import answers_match, last_boxed, parse_verdict
 from llm_marl_envs.math.problems import GENERATORS, MathProblem, generate_problem, load_math_jsonl
@@ -156,13 +157,8 @@ class raw_env(SandboxResource, TextCollabEnv):
             seed = options.get("problem_seed")
             seed = instance_seed(rng, self.split) if seed is None else int(seed)
             self.problem = generate_problem(self.generator, seed)
-        elif "task_id" in options:
-            found = [p for p in self.problems if p.task_id == options["task_id"]]
-            if not found:
-                raise KeyError(f"unknown task_id {options['task_id']!r}")
-            self.problem = found[0]
         else:
-            self.problem = self.problems[int(rng.integers(len(self.problems)))]
+            self.problem = choose_problem(self.problems, rng, options.get("task_id"))
         self.attempts = []
         for agent in self.agents:
             self.tell(agent, f"Problem:\n{self.problem.question}")
