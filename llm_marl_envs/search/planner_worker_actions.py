@@ -51,6 +51,9 @@ class PlannerWorkerActions:
         if not dispatches:
             usable = "<dispatch> or <answer>" if self.answer_by == "planner" else "<dispatch> or <handoff>"
             self.flag_format("planner", f"no {usable} tag: nothing happens this turn")
+            # Say so: otherwise the planner's next observation is its own message again, with no
+            # user turn in between, and nothing tells it why nothing happened.
+            self.tell("planner", f"Your message had no {usable} tag, so nothing happened this turn.")
             return
         for tag in dispatches:
             self._dispatch(tag.attrs.get("worker"), tag.content)

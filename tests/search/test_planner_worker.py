@@ -334,3 +334,15 @@ def test_env_index_is_cached_on_disk_and_answerer_layout_passes_the_pettingzoo_a
     assert second.unwrapped.retriever.loaded_from_cache
     assert second.unwrapped.retriever.index_dir.parent == tmp_path / "bm25"
     api_test(make(answer_by="answerer", n_workers=3, n_entities=30, n_questions=10, max_hops=2), num_cycles=30)
+
+
+def test_a_planner_turn_without_a_tag_is_answered_with_a_user_message():
+    """A turn where nothing happens says so: the planner's next chat never has two assistant messages in a row."""
+    env = make(n_workers=1)
+    env.reset(seed=0, options={"question_index": 0})
+    env.step("I think the answer is somewhere in the passages.")  # no tag at all
+    chat = env.unwrapped.observe_chat("planner")
+    roles = [m["role"] for m in chat]
+    assert roles[-2:] == ["assistant", "user"]
+    assert "no <dispatch> or <answer> tag" in chat[-1]["content"]
+    assert all(a != b or a != "assistant" for a, b in zip(roles, roles[1:]))
