@@ -32,6 +32,7 @@ stay whole and every method does what the plain trainer does.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -99,6 +100,7 @@ class Sharding:
         self.modules = list(modules)
         self.dist = dist_ctx or DistContext.single()
         self.gathered_bytes = 0  # bytes of the whole weights the last :meth:`gathered` block allocated
+        self.gather_seconds = 0.0  # time its all-gathers took
 
     @property
     def enabled(self) -> bool:
@@ -124,9 +126,11 @@ class Sharding:
         if not self.enabled:
             yield
             return
+        start = time.perf_counter()
         for m in self.modules:
             m.set_reshard_after_forward(False, recurse=False)
             m.unshard()
+        self.gather_seconds = time.perf_counter() - start
         self.gathered_bytes = sum(_bytes(p) for m in self.modules for p in _own_params(m))  # now whole
         try:
             yield
@@ -142,8 +146,11 @@ class Sharding:
         state = sum(_bytes(v) for opt in optimizers for s in opt.state.values() for v in s.values()
                     if torch.is_tensor(v))
         mb = 2.0**20
-        return {"memory/params_mb": params / mb, "memory/optimizer_mb": state / mb,
-                "memory/generation_params_mb": (params + self.gathered_bytes) / mb}
+        out = {"memory/params_mb": params / mb, "memory/optimizer_mb": state / mb,
+               "memory/generation_params_mb": (params + self.gathered_bytes) / mb}
+        if self.enabled:
+            out["time/gather_s"] = self.gather_seconds
+        return out
 
     # ------------------------------------------------------------------ gradients
     def snapshot_grads(self, params: Sequence[nn.Parameter]) -> list[torch.Tensor | None] | None:

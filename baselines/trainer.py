@@ -169,6 +169,8 @@ class Trainer:
             "tokens_per_s/train": update["train_tokens"] / max(update["train_seconds"], 1e-9),
             **self.sharding.memory(self.team, [s.optimizer for s in self.param_sets]),  # rank 0's
         })
+        if "idle_passes" in update:  # FSDP: passes a rank ran with weight 0 to keep the collectives in step
+            metrics["fsdp/idle_passes"] = float(update["idle_passes"])
         return metrics
 
     def update(self, table: SampleTable, adv: AdvantageResult) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class Updater:
         self.config = config
         self.dist = dist or DistContext.single()
         self.sharding = sharding or Sharding(dist_ctx=self.dist)
+        self._idle = 0  # FSDP: this rank's weight-0 passes (no rows of the agent here) in this update
         self.team = team
         self.agents = agents
         self.gen_config = gen_config
@@ -87,6 +88,7 @@ class Updater:
         lengths = table.completion_lengths
         rows = np.flatnonzero(adv.keep & (lengths > 0))
         advantages = torch.as_tensor(adv.advantages, dtype=torch.float32)
+        self._idle = 0
         old_all = self.old_logprobs(table, rows) if o.recompute_old_logprobs else None
         per_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         per_set: dict[str, list[float]] = defaultdict(list)
@@ -133,10 +135,14 @@ class Updater:
         for pset in self.param_sets:
             for p in pset.params:
                 p.grad = None
+        idle = self._idle
         if self.dist.active:
-            train_tokens = self._reduce_stats(pending, train_tokens, per_agent)
-        return {"per_agent": per_agent, "per_set": per_set, "skipped": skipped, "train_tokens": train_tokens,
-                "train_seconds": time.perf_counter() - start, "rows": len(rows)}
+            train_tokens, idle = self._reduce_stats(pending, train_tokens, per_agent)
+        out = {"per_agent": per_agent, "per_set": per_set, "skipped": skipped, "train_tokens": train_tokens,
+               "train_seconds": time.perf_counter() - start, "rows": len(rows)}
+        if self.sharding.enabled:
+            out["idle_passes"] = idle  # summed over the ranks
+        return out
 
     def _accumulate(self, pset: ParamSet, agent: str, table: SampleTable, idx: np.ndarray, local: np.ndarray,
                     weight: float, advantages: torch.Tensor, old_all: dict[int, torch.Tensor] | None,
@@ -164,6 +170,7 @@ class Updater:
         global norm of what its pass added to the shards."""
         before = self.sharding.snapshot_grads(pset.params)
         rows, scales = (local, self._scales(table, idx, local)) if len(local) else (idx[:1], (0.0, 0.0))
+        self._idle += not len(local)
         loss, stats = self.agent_loss(agent, table, rows, advantages, old_all, scales)
         (loss * weight).backward()
         return self.sharding.grad_norm_since(pset.params, before) / weight, (stats if len(local) else {})
@@ -211,16 +218,16 @@ class Updater:
         return len(local) / len(idx), tokens  # the seq-mean modes average over (non-empty) rows
 
     def _reduce_stats(self, pending: list[tuple[str, int, dict[str, float]]], train_tokens: int,
-                      per_agent: dict[str, dict[str, list[float]]]) -> int:
+                      per_agent: dict[str, dict[str, list[float]]]) -> tuple[int, int]:
         """Each agent's per-minibatch statistics combined over the ranks (:func:`_combine`, appended to
-        ``per_agent``); returns the ranks' total of trained tokens."""
-        parts = self.dist.all_gather_object((pending, train_tokens))
+        ``per_agent``); returns the ranks' totals of trained tokens and of weight-0 (FSDP) passes."""
+        parts = self.dist.all_gather_object((pending, train_tokens, self._idle))
         for j, (agent, _, _) in enumerate(pending):
             entries = [(part[0][j][1], part[0][j][2]) for part in parts if part[0][j][1] > 0]
             for key in dict.fromkeys(k for _, stats in entries for k in stats):
                 values = [(n, stats[key]) for n, stats in entries if key in stats]
                 per_agent[agent][key].append(_combine(key, values))
-        return sum(part[1] for part in parts)
+        return sum(part[1] for part in parts), sum(part[2] for part in parts)
 
     def old_logprobs(self, table: SampleTable, rows: np.ndarray) -> dict[int, torch.Tensor]:
         """pi_old recomputed by the training forward pass (``optim.recompute_old_logprobs``)."""
@@ -232,6 +239,7 @@ class Updater:
                 idx = mine[self.dist.rank::self.dist.world_size]
                 # FSDP: every rank runs the forward pass (a rank without rows scores one and drops it)
                 score = idx if len(idx) or not self.sharding.enabled else mine[:1]
+                self._idle += len(score) > len(idx)
                 if len(score):
                     logps, _ = self.team.sequence_logprobs(
                         agent, [table.prompt_ids[i] for i in score], [table.completion_ids[i] for i in score],

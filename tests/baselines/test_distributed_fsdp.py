@@ -39,8 +39,14 @@ BASE = ["scheme=dr_mas", "rollout.tasks_per_step=4", "rollout.group_size=4", "op
         "log.save_every=1", "log.save_samples=true", "distributed.fsdp=true"]
 
 
+#: per mode, what else it exercises: a sharded frozen KL reference; pi_old recomputed and minibatches of 3
+#: rows, so that a rank often has no row of an agent and runs the weight-0 pass FSDP needs
+EXTRA = {"shared": [], "separate": ["loss.kl_coef=0.05"],
+         "lora": ["optim.recompute_old_logprobs=true", "optim.minibatch_size=3"]}
+
+
 def overrides(sharing: str) -> list[str]:
-    return [*BASE, f"model.sharing={sharing}"]
+    return [*BASE, f"model.sharing={sharing}", *EXTRA[sharing]]
 
 
 def run_fsdp(out: Path, sharing: str, steps: int) -> Path:
@@ -85,6 +91,8 @@ def check_step_equals_one_process(run: Path, sharing: str, tmp_path: Path) -> No
             torch.testing.assert_close(theirs[pid]["exp_avg_sq"], s["exp_avg_sq"], rtol=1e-4, atol=1e-14)
     logged = metrics(run)[0]
     expected = step_metrics(_result(table), adv, update, single.agents, cfg.advantage)
+    if sharing == "lora":
+        assert logged["fsdp/idle_passes"] > 0  # the weight-0 passes did run
     norms = [k for k in expected if k.endswith("grad_norm")]
     assert any(k.startswith("policy/") for k in norms) and any(k.startswith("agent/") for k in norms)
     for key in norms:
