@@ -3,10 +3,12 @@
 - one FSDP step on 2 ranks equals one step of 1 process on the same tasks, for the three kinds of
   trained parameter set: the shared model fully fine-tuned, one model per agent, LoRA adapters on
   a (sharded, frozen) base. As in ``test_distributed.py`` the 1-process trainer is given the sample
-  table the ranks gathered. Compared: the weights (one AdamW step), AdamW's first and second moments
-  (they hold the clipped gradient itself, so a wrong reduction or a wrong global clipping norm
-  shows there even where AdamW's first step, ~lr * sign(g), would hide it), and the logged
-  per-agent and per-set gradient norms;
+  table the ranks gathered. Compared: the weights, AdamW's first and second moments (they hold the
+  clipped gradients themselves, so a wrong reduction or a wrong global clipping norm shows there
+  even where AdamW's first step, ~lr * sign(g), would hide it), and the logged per-agent and
+  per-set gradient norms. The LoRA run also recomputes pi_old and uses minibatches of 3 rows, so a
+  rank often has no row of an agent and runs FSDP's weight-0 pass (11 AdamW steps: the weights then
+  agree to ~lr/25, the moments and norms to ~1e-6, see ``WEIGHT_ATOL``);
 - the models were sharded: rank 0 holds about half of the parameters and of the AdamW state;
 - a checkpoint written by 2 FSDP ranks is a full state dict: resumed by 2 ranks (relaunched with
   ``accelerate launch``) it gives the uninterrupted run's step 2 bit for bit, and a 1-process
@@ -44,6 +46,8 @@ BASE = ["scheme=dr_mas", "rollout.tasks_per_step=4", "rollout.group_size=4", "op
 EXTRA = {"shared": [], "separate": ["loss.kl_coef=0.05"],
          "lora": ["optim.recompute_old_logprobs=true", "optim.minibatch_size=3"]}
 
+WEIGHT_ATOL = {"shared": 1e-5, "separate": 1e-5, "lora": 1e-4}
+
 
 def overrides(sharing: str) -> list[str]:
     return [*BASE, f"model.sharing={sharing}", *EXTRA[sharing]]
@@ -77,18 +81,22 @@ def check_step_equals_one_process(run: Path, sharing: str, tmp_path: Path) -> No
     moved = 0.0
     for policy, tensors in single.team.state_dict().items():
         for name, value in tensors.items():
-            # atol 1% of lr: AdamW's first step is ~lr * g / (|g| + eps), so a gradient component of ~eps
-            # (an embedding row of a token barely used) turns float noise into up to ~lr (seen: 7e-6)
-            torch.testing.assert_close(ckpt["team"][policy][name], value, rtol=1e-5, atol=1e-5, msg=(policy, name))
+            # AdamW's step is ~lr * m / (sqrt(v) + eps): a gradient component of ~eps (an embedding row of a
+            # token barely used; a LoRA A matrix while B is still ~0) turns float noise into up to ~lr.
+            # Seen: 7e-6 after one step, 4e-5 after lora's 11 minibatch steps (lr 1e-3); the moments below
+            # hold the gradients themselves and agree to ~3e-6
+            torch.testing.assert_close(ckpt["team"][policy][name], value, rtol=1e-5, atol=WEIGHT_ATOL[sharing],
+                                       msg=(policy, name))
             moved = max(moved, float((value - before[policy][name]).abs().max()))
     assert moved > 1e-4  # the step moved the weights
     for pset in single.param_sets:
         ours = pset.optimizer.state_dict()["state"]
         theirs = ckpt["optimizers"][str(pset.key)]["state"]
         assert set(ours) == set(theirs)
-        for pid, s in ours.items():
-            torch.testing.assert_close(theirs[pid]["exp_avg"], s["exp_avg"], rtol=1e-4, atol=1e-9)
-            torch.testing.assert_close(theirs[pid]["exp_avg_sq"], s["exp_avg_sq"], rtol=1e-4, atol=1e-14)
+        for moment in ("exp_avg", "exp_avg_sq"):  # relative L2 distance over the whole set
+            diff = sum(float((theirs[pid][moment] - s[moment]).pow(2).sum()) for pid, s in ours.items())
+            norm = sum(float(s[moment].pow(2).sum()) for s in ours.values())
+            assert norm > 0 and (diff / norm) ** 0.5 < 1e-4, (pset.key, moment, (diff / norm) ** 0.5)
     logged = metrics(run)[0]
     expected = step_metrics(_result(table), adv, update, single.agents, cfg.advantage)
     if sharing == "lora":
@@ -96,7 +104,7 @@ def check_step_equals_one_process(run: Path, sharing: str, tmp_path: Path) -> No
     norms = [k for k in expected if k.endswith("grad_norm")]
     assert any(k.startswith("policy/") for k in norms) and any(k.startswith("agent/") for k in norms)
     for key in norms:
-        assert logged[key] == pytest.approx(expected[key], rel=1e-4), key
+        assert logged[key] == pytest.approx(expected[key], rel=1e-5), key
 
 
 def _result(table: SampleTable):
