@@ -10,7 +10,9 @@ update if it is not finite, step.
 Under data parallelism (:mod:`baselines.distributed`) each agent's rows of a minibatch are dealt
 round-robin to the ranks, each rank's loss is scaled by its share of the rows / tokens, and the
 per-agent gradients are summed across ranks before they are accumulated, so every rank steps with
-the single-process gradient.
+the single-process gradient. With FSDP (:mod:`baselines.sharding`) each agent's pass is
+``backward()``-ed instead: FSDP reduce-scatters the rank-summed gradient into each rank's shard,
+every rank runs every pass (a weight-0 pass where it has no rows), and clipping uses the global norm.
 """
 
 from __future__ import annotations

@@ -105,6 +105,7 @@ def check_step_equals_one_process(run: Path, sharing: str, tmp_path: Path) -> No
     assert any(k.startswith("policy/") for k in norms) and any(k.startswith("agent/") for k in norms)
     for key in norms:
         assert logged[key] == pytest.approx(expected[key], rel=1e-5), key
+    assert max(v for k, v in logged.items() if k.startswith("policy/")) > cfg.optim.max_grad_norm  # clipping acted
 
 
 def _result(table: SampleTable):
@@ -124,6 +125,7 @@ def test_fsdp_step_equals_one_process(sharing, tmp_path):
 
 
 def test_fsdp_shards_parameters_and_optimizer_state(shared_run, tmp_path):
+    assert [rec["step"] for rec in metrics(shared_run)] == [1, 2]  # only rank 0 logs
     logged = metrics(shared_run)[0]
     cfg = load_config(overrides=[*overrides("shared"), f"model.tiny_dir={tmp_path / 'tiny'}"])
     single = Trainer(cfg, tmp_path / "single")
