@@ -125,7 +125,7 @@ def test_fsdp_step_equals_one_process(sharing, tmp_path):
 
 
 def test_fsdp_shards_parameters_and_optimizer_state(shared_run, tmp_path):
-    assert [rec["step"] for rec in metrics(shared_run)] == [1, 2]  # only rank 0 logs
+    assert [rec["step"] for rec in metrics(shared_run) if "reward" in rec] == [1, 2]  # only rank 0 logs
     logged = metrics(shared_run)[0]
     cfg = load_config(overrides=[*overrides("shared"), f"model.tiny_dir={tmp_path / 'tiny'}"])
     single = Trainer(cfg, tmp_path / "single")
