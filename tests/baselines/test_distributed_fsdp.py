@@ -34,7 +34,8 @@ from baselines.step_metrics import step_metrics
 from baselines.trainer import Trainer
 from tests.baselines.test_distributed import accelerate_launch, launch, torchrun
 
-pytestmark = pytest.mark.slow  # four launches of 2 processes (about 20 s each on a loaded machine)
+pytestmark = pytest.mark.slow  # four launches of 2 processes: 54-115 s each with the 2 cores under load 10-19
+# (the DDP launches of test_distributed.py took 55-61 s at the same time); ~30 s of CPU per launch
 
 BASE = ["scheme=dr_mas", "rollout.tasks_per_step=4", "rollout.group_size=4", "optim.epochs=1",
         "optim.minibatch_size=0", "log.tensorboard=false", "log.plot=false", "log.progress=false",
