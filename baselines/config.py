@@ -192,6 +192,19 @@ class RayConfig:
 
 
 @dataclass
+class DistributedConfig:
+    """Data-parallel training across ``torchrun`` / ``accelerate launch`` ranks (docs/scaling.md).
+
+    fsdp: shard every trained model (and its frozen reference / LoRA base) across the ranks with
+        torch FSDP2 (``fully_shard``): each rank keeps 1/N of the weights, gradients and AdamW
+        state (:mod:`baselines.sharding`). False = every rank holds a full replica (DDP-style).
+        Ignored by a one-process run.
+    """
+
+    fsdp: bool = False
+
+
+@dataclass
 class TrainConfig:
     """Everything one training run needs. The defaults ARE the embedded default run."""
 
@@ -210,6 +223,7 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     log: LogConfig = field(default_factory=LogConfig)
     ray: RayConfig = field(default_factory=RayConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
 
     def __post_init__(self) -> None:
         if self.scheme not in ADVANTAGE_SCHEMES:

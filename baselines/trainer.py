@@ -14,7 +14,8 @@ tokens/s. Set-up helpers (tokenizer corpus, team, run folder) live in :mod:`base
 Data parallelism (:mod:`baselines.distributed`, docs/scaling.md): given a :class:`DistContext` of
 several ranks, each rank rolls out its share of the step's tasks, the sample tables are gathered,
 advantages are computed on the whole table, and the update sums gradients across ranks; only rank 0
-writes logs, checkpoints and plots.
+writes logs, checkpoints and plots. With ``distributed.fsdp`` the models are sharded across the ranks
+(:mod:`baselines.sharding`) and gathered whole for generation only.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from baselines.generation import GenerationConfig, TransformersBackend
 from baselines.metrics import MetricsLogger, read_jsonl
 from baselines.policies import Team
 from baselines.samples import SampleTable
+from baselines.sharding import Sharding
 from baselines.step_metrics import mean, progress_line, step_metrics
 from baselines.trainer_setup import (  # noqa: F401  (re-exported: the trainer's public helpers)
     build_team,
@@ -85,10 +87,11 @@ class Trainer:
                                            top_p=g.top_p, top_k=g.top_k,
                                            seed=config.seed * 1_000_003 + 1 + dist.rank * 1_000_000_007)
         self.backend = self._make_backend()
+        dist.broadcast_params(list(self.team.trainable_parameters().values()))  # every rank starts from rank 0's
+        # weights; then, with distributed.fsdp, each rank keeps its shard of every model
+        self.sharding = Sharding.apply(self.team, dist, config.distributed.fsdp, config.device)
         self.param_sets = make_param_sets(config, self.team, self.agents)
-        for pset in self.param_sets:  # every rank starts from rank 0's weights
-            dist.broadcast_params(pset.params)
-        self.updater = Updater(config, self.team, self.agents, self.gen_config, self.param_sets, dist)
+        self.updater = Updater(config, self.team, self.agents, self.gen_config, self.param_sets, dist, self.sharding)
         self.task_rng = np.random.default_rng(config.seed)
         self.mode = config.rollout_mode
         self.step = 0
@@ -112,6 +115,9 @@ class Trainer:
 
     def _make_backend(self) -> Any:
         g = self.config.generation
+        if g.backend != "transformers" and self.config.distributed.fsdp and self.dist.active:
+            raise ValueError(f"distributed.fsdp supports generation.backend=transformers only, not {g.backend!r} "
+                             "(the vLLM backends read whole weights; see docs/scaling.md)")
         if g.backend == "vllm":
             from baselines.generation.vllm_backend import VLLMBackend  # optional dependency
 
@@ -133,7 +139,7 @@ class Trainer:
 
     def collect(self, tasks: list[rollout.Task]) -> rollout.RolloutResult:
         r = self.config.rollout
-        with torch.no_grad():
+        with torch.no_grad(), self.sharding.gathered():  # FSDP: whole weights while generating
             return rollout.sample(
                 self.mode, self.pool, tasks, self.backend, group_size=r.group_size, tree_depth=r.tree_depth,
                 gamma=self.config.advantage.gamma, with_credit=self.config.scheme == "sharp", credit_method=r.credit_method,
@@ -161,7 +167,10 @@ class Trainer:
             / max(result.gen.seconds, 1e-9),
             "tokens_per_s/generated": result.gen.completion_tokens / max(result.gen.seconds, 1e-9),
             "tokens_per_s/train": update["train_tokens"] / max(update["train_seconds"], 1e-9),
+            **self.sharding.memory(self.team, [s.optimizer for s in self.param_sets]),  # rank 0's
         })
+        if "idle_passes" in update:  # FSDP: passes a rank ran with weight 0 to keep the collectives in step
+            metrics["fsdp/idle_passes"] = float(update["idle_passes"])
         return metrics
 
     def update(self, table: SampleTable, adv: AdvantageResult) -> dict[str, Any]:
@@ -178,7 +187,7 @@ class Trainer:
         tasks = [rollout.Task(int(s)) for s in rng.integers(2**31 - 1, 2**32 - 1, size=n_episodes)]
         backend = TransformersBackend(self.team, dataclasses.replace(self.gen_config, seed=seed + self.dist.rank),
                                       max_batch_size=self.config.generation.max_batch_size or None)
-        with torch.no_grad():
+        with torch.no_grad(), self.sharding.gathered():
             result = rollout.sample("episodes", self.pool, self.dist.shard(tasks), backend, group_size=1,
                                     max_steps=self.config.rollout.max_steps_per_episode)
         return mean([r for part in self.dist.all_gather_object(result.returns) for r in part])
@@ -193,11 +202,12 @@ class Trainer:
     # -------------------------------------------------------------------- checkpoints
     def state(self) -> dict[str, Any]:
         """Everything the next step depends on; with several ranks (a collective call), the weights and
-        optimizer states (the same on every rank) plus each rank's RNG states and generation counter."""
+        optimizer states (the same on every rank; gathered whole when FSDP shards them) plus each rank's RNG
+        states and generation counter."""
         per_rank = self.dist.all_gather_object((rng_state(self.task_rng), getattr(self.backend, "_calls", 0)))
         return {
-            "team": self.team.state_dict(),
-            "optimizers": {str(s.key): s.optimizer.state_dict() for s in self.param_sets},
+            "team": self.sharding.team_state(self.team),  # full tensors, also when sharded (FSDP)
+            "optimizers": {str(s.key): self.sharding.optimizer_state(s.optimizer) for s in self.param_sets},
             "rng": per_rank[0][0],
             "generation_calls": per_rank[0][1],
             "world_size": self.dist.world_size,
@@ -219,9 +229,9 @@ class Trainer:
         generation counter; with another number of ranks, every rank takes rank 0's RNG states and
         the largest counter: training goes on correctly, but its sampling differs from an uninterrupted run."""
         ckpt = load_checkpoint(path)
-        self.team.load_state_dict(ckpt["team"])
+        self.sharding.load_team_state(self.team, ckpt["team"])
         for s in self.param_sets:
-            s.optimizer.load_state_dict(ckpt["optimizers"][str(s.key)])
+            self.sharding.load_optimizer_state(s.optimizer, ckpt["optimizers"][str(s.key)])
         written_by = int(ckpt.get("world_size", 1))
         rngs = ckpt.get("rng_per_rank", [ckpt["rng"]])
         calls = ckpt.get("generation_calls_per_rank", [ckpt["generation_calls"]])
@@ -280,10 +290,12 @@ class Trainer:
         wall = time.perf_counter() - start
         self.save()
         plot = None
+        # FSDP: gathering the weights is a collective call; else only rank 0 needs them
+        team_state = self.sharding.team_state(self.team) if self.sharding.enabled or main else None
         if logger is not None:
             logger.log(self.step, {"eval/reward": final, "eval/chance": chance, "time/elapsed_s": wall})
             logger.close()
-            self.team.save(self.run_dir / "team")
+            self.team.save(self.run_dir / "team", team_state)
             if cfg.log.plot:
                 plot = plot_run(read_jsonl(self.run_dir / "metrics.jsonl"), self.run_dir / "curves.png",
                                 title=f"{cfg.env.name} / {cfg.scheme}", chance=chance)

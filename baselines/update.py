@@ -10,7 +10,9 @@ update if it is not finite, step.
 Under data parallelism (:mod:`baselines.distributed`) each agent's rows of a minibatch are dealt
 round-robin to the ranks, each rank's loss is scaled by its share of the rows / tokens, and the
 per-agent gradients are summed across ranks before they are accumulated, so every rank steps with
-the single-process gradient.
+the single-process gradient. With FSDP (:mod:`baselines.sharding`) each agent's pass is
+``backward()``-ed instead: FSDP reduce-scatters the rank-summed gradient into each rank's shard,
+every rank runs every pass (a weight-0 pass where it has no rows), and clipping uses the global norm.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from baselines.generation import GenerationConfig
 from baselines.loss import policy_loss
 from baselines.policies import PolicyKey, Team
 from baselines.samples import SampleTable
+from baselines.sharding import Sharding
 
 
 @dataclass
@@ -70,9 +73,12 @@ class Updater:
     """Runs ``optim.epochs`` passes of minibatch updates of ``param_sets`` over a sample table."""
 
     def __init__(self, config: TrainConfig, team: Team, agents: list[str], gen_config: GenerationConfig,
-                 param_sets: list[ParamSet], dist: DistContext | None = None) -> None:
+                 param_sets: list[ParamSet], dist: DistContext | None = None,
+                 sharding: Sharding | None = None) -> None:
         self.config = config
         self.dist = dist or DistContext.single()
+        self.sharding = sharding or Sharding(dist_ctx=self.dist)
+        self._idle = 0  # FSDP: this rank's weight-0 passes (no rows of the agent here) in this update
         self.team = team
         self.agents = agents
         self.gen_config = gen_config
@@ -84,6 +90,7 @@ class Updater:
         lengths = table.completion_lengths
         rows = np.flatnonzero(adv.keep & (lengths > 0))
         advantages = torch.as_tensor(adv.advantages, dtype=torch.float32)
+        self._idle = 0
         old_all = self.old_logprobs(table, rows) if o.recompute_old_logprobs else None
         per_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         per_set: dict[str, list[float]] = defaultdict(list)
@@ -108,18 +115,9 @@ class Updater:
                             continue
                         weight = len(idx) / len(set_rows)
                         local = idx[self.dist.rank::self.dist.world_size]  # all of idx in one process
-                        stats: dict[str, float] = {}
-                        grads: list[torch.Tensor | None] = [None] * len(pset.params)
-                        if len(local):
-                            scales = self._scales(table, idx, local) if self.dist.active else None
-                            loss, stats = self.agent_loss(agent, table, local, advantages, old_all, scales)
-                            grads = list(torch.autograd.grad(loss * weight, pset.params, allow_unused=True))
-                            train_tokens += int(sum(len(table.prompt_ids[i]) + lengths[i] for i in local))
-                        grads = self.dist.all_reduce_grads(grads, pset.params)
-                        norm = grad_norm(grads) / weight
-                        for p, g in zip(pset.params, grads):
-                            if g is not None:
-                                p.grad = g if p.grad is None else p.grad + g
+                        train_tokens += int(sum(len(table.prompt_ids[i]) + lengths[i] for i in local))
+                        accumulate = self._accumulate_sharded if self.sharding.enabled else self._accumulate
+                        norm, stats = accumulate(pset, agent, table, idx, local, weight, advantages, old_all)
                         if self.dist.active:  # reduced across ranks after the loop
                             per_agent[agent]["grad_norm"].append(norm)
                             pending.append((agent, len(local), stats))
@@ -127,8 +125,8 @@ class Updater:
                         stats["grad_norm"] = norm
                         for k, v in stats.items():
                             per_agent[agent][k].append(v)
-                    total = float(torch.nn.utils.clip_grad_norm_(
-                        pset.params, o.max_grad_norm if o.max_grad_norm > 0 else float("inf")))
+                    total = self.sharding.clip_grad_norm(pset.params, o.max_grad_norm if o.max_grad_norm > 0
+                                                         else float("inf"))  # the global norm, even sharded
                     per_set[str(pset.key)].append(total)
                     if not math.isfinite(total) and o.skip_nonfinite:
                         skipped += 1
@@ -139,10 +137,45 @@ class Updater:
         for pset in self.param_sets:
             for p in pset.params:
                 p.grad = None
+        idle = self._idle
         if self.dist.active:
-            train_tokens = self._reduce_stats(pending, train_tokens, per_agent)
-        return {"per_agent": per_agent, "per_set": per_set, "skipped": skipped, "train_tokens": train_tokens,
-                "train_seconds": time.perf_counter() - start, "rows": len(rows)}
+            train_tokens, idle = self._reduce_stats(pending, train_tokens, per_agent)
+        out = {"per_agent": per_agent, "per_set": per_set, "skipped": skipped, "train_tokens": train_tokens,
+               "train_seconds": time.perf_counter() - start, "rows": len(rows)}
+        if self.sharding.enabled:
+            out["idle_passes"] = idle  # summed over the ranks
+        return out
+
+    def _accumulate(self, pset: ParamSet, agent: str, table: SampleTable, idx: np.ndarray, local: np.ndarray,
+                    weight: float, advantages: torch.Tensor, old_all: dict[int, torch.Tensor] | None,
+                    ) -> tuple[float, dict[str, float]]:
+        """Add ``agent``'s gradient (rows ``idx``, this rank's ``local`` share) to the set's ``.grad``:
+        per-agent gradients by ``autograd.grad``, summed over the ranks; returns (its norm, its stats)."""
+        stats: dict[str, float] = {}
+        grads: list[torch.Tensor | None] = [None] * len(pset.params)
+        if len(local):
+            scales = self._scales(table, idx, local) if self.dist.active else None
+            loss, stats = self.agent_loss(agent, table, local, advantages, old_all, scales)
+            grads = list(torch.autograd.grad(loss * weight, pset.params, allow_unused=True))
+        grads = self.dist.all_reduce_grads(grads, pset.params)
+        for p, g in zip(pset.params, grads):
+            if g is not None:
+                p.grad = g if p.grad is None else p.grad + g
+        return grad_norm(grads) / weight, stats
+
+    def _accumulate_sharded(self, pset: ParamSet, agent: str, table: SampleTable, idx: np.ndarray,
+                            local: np.ndarray, weight: float, advantages: torch.Tensor,
+                            old_all: dict[int, torch.Tensor] | None) -> tuple[float, dict[str, float]]:
+        """:meth:`_accumulate` for FSDP models: ``backward()`` reduce-scatters the (rank-summed) gradient
+        into the sharded ``.grad``. Every rank must run the pass, so a rank without rows of ``agent``
+        runs one of the agent's rows with weight 0 (its statistics are dropped); the agent's norm is the
+        global norm of what its pass added to the shards."""
+        before = self.sharding.snapshot_grads(pset.params)
+        rows, scales = (local, self._scales(table, idx, local)) if len(local) else (idx[:1], (0.0, 0.0))
+        self._idle += not len(local)
+        loss, stats = self.agent_loss(agent, table, rows, advantages, old_all, scales)
+        (loss * weight).backward()
+        return self.sharding.grad_norm_since(pset.params, before) / weight, (stats if len(local) else {})
 
     def agent_loss(
         self, agent: str, table: SampleTable, idx: np.ndarray, advantages: torch.Tensor,
@@ -187,16 +220,16 @@ class Updater:
         return len(local) / len(idx), tokens  # the seq-mean modes average over (non-empty) rows
 
     def _reduce_stats(self, pending: list[tuple[str, int, dict[str, float]]], train_tokens: int,
-                      per_agent: dict[str, dict[str, list[float]]]) -> int:
+                      per_agent: dict[str, dict[str, list[float]]]) -> tuple[int, int]:
         """Each agent's per-minibatch statistics combined over the ranks (:func:`_combine`, appended to
-        ``per_agent``); returns the ranks' total of trained tokens."""
-        parts = self.dist.all_gather_object((pending, train_tokens))
+        ``per_agent``); returns the ranks' totals of trained tokens and of weight-0 (FSDP) passes."""
+        parts = self.dist.all_gather_object((pending, train_tokens, self._idle))
         for j, (agent, _, _) in enumerate(pending):
             entries = [(part[0][j][1], part[0][j][2]) for part in parts if part[0][j][1] > 0]
             for key in dict.fromkeys(k for _, stats in entries for k in stats):
                 values = [(n, stats[key]) for n, stats in entries if key in stats]
                 per_agent[agent][key].append(_combine(key, values))
-        return sum(part[1] for part in parts)
+        return sum(part[1] for part in parts), sum(part[2] for part in parts)
 
     def old_logprobs(self, table: SampleTable, rows: np.ndarray) -> dict[int, torch.Tensor]:
         """pi_old recomputed by the training forward pass (``optim.recompute_old_logprobs``)."""
@@ -204,10 +237,14 @@ class Updater:
         temp = self.gen_config.scoring_temperature
         with torch.no_grad():
             for agent in self.agents:
-                idx = rows[table.agent[rows] == agent][self.dist.rank::self.dist.world_size]
-                if len(idx):
+                mine = rows[table.agent[rows] == agent]
+                idx = mine[self.dist.rank::self.dist.world_size]
+                # FSDP: every rank runs the forward pass (a rank without rows scores one and drops it)
+                score = idx if len(idx) or not self.sharding.enabled else mine[:1]
+                self._idle += len(score) > len(idx)
+                if len(score):
                     logps, _ = self.team.sequence_logprobs(
-                        agent, [table.prompt_ids[i] for i in idx], [table.completion_ids[i] for i in idx],
+                        agent, [table.prompt_ids[i] for i in score], [table.completion_ids[i] for i in score],
                         temperature=temp)
                     out.update({int(i): lp.detach().cpu() for i, lp in zip(idx, logps)})
         if self.dist.active:  # each rank scored its share of the rows

@@ -233,6 +233,10 @@ class Team:
         """The module stored for ``key.model`` (a PeftModel in LoRA mode), without touching adapters."""
         return self._models[key.model]
 
+    def all_models(self) -> list[nn.Module]:
+        """Every model the team holds: the policies' models, then the frozen KL references."""
+        return [*self._models.values(), *self._references.values()]
+
     def models_and_agents(self) -> dict[str, list[str]]:
         """Model slot -> the agents it serves (several per slot when shared or in LoRA mode)."""
         slots: dict[str, list[str]] = {}
@@ -374,11 +378,12 @@ class Team:
                 for n, p in params.items():
                     p.copy_(state[name][n].to(p.device, p.dtype))
 
-    def save(self, directory: str | Path) -> Path:
-        """Write ``team.json`` (config + agents) and one safetensors file of trained weights per policy."""
+    def save(self, directory: str | Path, state: Mapping[str, Mapping[str, Tensor]] | None = None) -> Path:
+        """Write ``team.json`` (config + agents) and one safetensors file of trained weights per policy
+        (``state``: those weights as :meth:`state_dict` gives them, e.g. gathered from sharded models)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        state = self.state_dict()
+        state = self.state_dict() if state is None else state
         files = {}
         for i, (name, tensors) in enumerate(state.items()):
             files[name] = f"policy_{i}.safetensors"
