@@ -16,10 +16,11 @@ whose menus behave as labelled (checked in the sandbox at start-up).
 
 Configurations: alpha in {0, 0.5, 1} with the declared local reward, and "team_only"
 (alpha 1, r_local = 0). Printed over seeds: the team return of the greedy branches (final
-golden pass ratio), the coder's P(reference) and the tester's P(golden suite) at the end,
-the tester's local reward, and -- on every step's real table -- the fraction of AT-GRPO groups
-whose advantages change when alpha changes ("alpha-informative"): where it is 0 the mix
-is an affine map of one value within every group and the normalization cancels it.
+golden pass ratio), the coder's P(reference) at the end, the tester's P(valid suite) (golden
+or one-assert: both valid, and they tie whenever the coder is right) and local reward, and
+-- on every step's real table -- the fraction of AT-GRPO groups whose advantages change
+when alpha changes: where it is 0 the mix is an affine map of one value within every group
+and the normalization cancels it.
 """
 
 from __future__ import annotations
@@ -142,13 +143,14 @@ def train(label: str, problems: list[Any], seed: int, steps: int, tasks: int, k:
              "tester_local": float(np.mean(table.local_reward[tester])),
              "coder_p_reference": float(backend.policy.probs("coder", "turn0")[0]),
              "tester_p_golden": float(backend.policy.probs("tester", "turn0")[0]),
+             "tester_p_valid": float(backend.policy.probs("tester", "turn0")[:2].sum()),
              "tester_adv_abs": float(np.mean(np.abs(adv[tester]))),
              **alpha_informative(table, k)}
         backend.update(table, adv, lr)
         metrics.append(m)
     final = float(np.mean([x["team_return"] for x in metrics[-5:]]))
     return Run(label, seed, metrics, final, time.perf_counter() - start,
-               extra={k: metrics[-1][k] for k in ("coder_p_reference", "tester_p_golden")})
+               extra={k: metrics[-1][k] for k in ("coder_p_reference", "tester_p_golden", "tester_p_valid")})
 
 
 def main(argv: list[str] | None = None) -> list[Run]:
@@ -175,25 +177,25 @@ def main(argv: list[str] | None = None) -> list[Run]:
                 if args.save:
                     save_runs(runs, args.save)
                 print(f"{label:9s} seed {seed}: team return (last 5) {run.final_eval:.3f}, "
-                      f"P(reference) {run.extra['coder_p_reference']:.2f}, P(golden) "
-                      f"{run.extra['tester_p_golden']:.2f}, {run.seconds:.0f}s", flush=True)
+                      f"P(reference) {run.extra['coder_p_reference']:.2f}, P(valid suite) "
+                      f"{run.extra['tester_p_valid']:.2f}, {run.seconds:.0f}s", flush=True)
     rows = []
     for label in args.configs:
         mine = [r for r in runs if r.label == label]
         rows.append([label, spread([r.final_eval for r in mine]),
                      spread([r.extra["coder_p_reference"] for r in mine], ".2f"),
-                     spread([r.extra["tester_p_golden"] for r in mine], ".2f"),
+                     spread([r.extra["tester_p_valid"] for r in mine], ".2f"),
                      spread([np.mean(r.series("tester_local")[-5:]) for r in mine], ".2f"),
                      spread([np.mean(r.series(f"informative/{label}")) for r in mine], ".2f"),
                      spread([r.seconds for r in mine], ".0f")])
     print(f"coder/tester, AT-GRPO branching K={args.k}, {args.tasks} problems per step, "
           f"{len(args.seeds)} seeds x {args.steps} steps")
     print(markdown_table(["config", "team return (last 5 steps)", "final P(reference) coder",
-                          "final P(golden) tester", "tester local reward (last 5)",
+                          "final P(valid suite) tester", "tester local reward (last 5)",
                           "groups where alpha changes A (vs alpha=1)", "seconds"], rows))
     if args.plot:
         panels = [("team_return", "team return (golden pass)"), ("coder_p_reference", "coder P(reference)"),
-                  ("tester_p_golden", "tester P(golden suite)")]
+                  ("tester_p_valid", "tester P(valid suite)"), ("tester_local", "tester local reward")]
         print(f"plot: {plot_panels(runs, panels, args.plot, title='AT-GRPO alpha mix, coder/tester')}")
     return runs
 

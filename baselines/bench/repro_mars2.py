@@ -10,7 +10,7 @@ of the best node), MARS2's env-tree rollout (``--trees`` trees per problem) and 
 tree-consistent shaping (gamma = lambda = 0.5). The policy is the deliberately tiny menu
 policy of :mod:`baselines.bench.repro_menu` (one softmax per agent and node kind, draft or
 refinement): the reference solution, a half-wrong variant, an always-wrong program, prose.
-A heterogeneous team: agent_0 starts strong (P(reference) 0.4), agent_1 weak (0.05).
+A heterogeneous team: agent_0 starts strong (P(reference) 0.3), agent_1 weak (0.05).
 
 Configurations, on the same shaped node rewards:
 - ``tree_wide`` -- MARS2: one group per tree, every agent's nodes together;
@@ -60,8 +60,9 @@ from baselines.samples import SampleTable
 
 AGENTS = ("agent_0", "agent_1")
 OPTIONS = {a: ("reference", "half_wrong", "always_wrong", "prose") for a in AGENTS}
-#: P(reference) 0.4 for agent_0 and 0.05 for agent_1 (the other three entries equal)
-INIT = {"agent_0": (float(np.log(2.0)), 0.0, 0.0, 0.0), "agent_1": (float(np.log(0.05 / 0.95 * 3)), 0.0, 0.0, 0.0)}
+#: P(reference) 0.3 for agent_0 and 0.05 for agent_1 (the other three entries equal)
+INIT = {"agent_0": (float(np.log(0.3 / 0.7 * 3)), 0.0, 0.0, 0.0),
+        "agent_1": (float(np.log(0.05 / 0.95 * 3)), 0.0, 0.0, 0.0)}
 CONFIGS = ("tree_wide", "per_agent")
 SHAPING = AdvantageConfig(shaping=True)
 
@@ -157,9 +158,9 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--tasks", type=int, default=6, help="problems per step")
+    ap.add_argument("--tasks", type=int, default=4, help="problems per step")
     ap.add_argument("--trees", type=int, default=2, help="trees per problem")
-    ap.add_argument("--nodes", type=int, default=6, help="nodes per tree")
+    ap.add_argument("--nodes", type=int, default=4, help="nodes per tree")
     ap.add_argument("--problems", type=int, default=8, help="HumanEval problems in the pool")
     ap.add_argument("--lr", type=float, default=3.0, help="logit step size")
     ap.add_argument("--plot", type=Path, default=None)
