@@ -43,6 +43,7 @@ from baselines.bench.experiments import (
     save_runs,
     spread,
 )
+from baselines.bench.repro_magrpo import first_step_at
 from baselines.bench.repro_menu import (
     MenuBackend,
     MenuPolicy,
@@ -182,7 +183,9 @@ def main(argv: list[str] | None = None) -> list[Run]:
     rows = []
     for label in args.configs:
         mine = [r for r in runs if r.label == label]
+        reach = [first_step_at(r.series("team_return"), 0.9) for r in mine]
         rows.append([label, spread([r.final_eval for r in mine]),
+                     " / ".join("never" if x == float("inf") else f"{x:.0f}" for x in reach),
                      spread([r.extra["coder_p_reference"] for r in mine], ".2f"),
                      spread([r.extra["tester_p_valid"] for r in mine], ".2f"),
                      spread([np.mean(r.series("tester_local")[-5:]) for r in mine], ".2f"),
@@ -190,7 +193,8 @@ def main(argv: list[str] | None = None) -> list[Run]:
                      spread([r.seconds for r in mine], ".0f")])
     print(f"coder/tester, AT-GRPO branching K={args.k}, {args.tasks} problems per step, "
           f"{len(args.seeds)} seeds x {args.steps} steps")
-    print(markdown_table(["config", "team return (last 5 steps)", "final P(reference) coder",
+    print(markdown_table(["config", "team return (last 5 steps)", "step reaching 0.9 (per seed)",
+                          "final P(reference) coder",
                           "final P(valid suite) tester", "tester local reward (last 5)",
                           "groups where alpha changes A (vs alpha=1)", "seconds"], rows))
     if args.plot:

@@ -48,6 +48,7 @@ from baselines.bench.experiments import (
     save_runs,
     spread,
 )
+from baselines.bench.repro_magrpo import first_step_at
 from baselines.bench.repro_menu import (
     MenuBackend,
     MenuPolicy,
@@ -182,15 +183,18 @@ def main(argv: list[str] | None = None) -> list[Run]:
     rows = []
     for label in args.configs:
         mine = [r for r in runs if r.label == label]
+        reach = [first_step_at(r.series("p_reference/agent_1"), 0.9, window=1) for r in mine]
         rows.append([label, spread([r.final_eval for r in mine]),
                      *(spread([r.extra[a] for r in mine], ".2f") for a in AGENTS),
+                     " / ".join("never" if x == float("inf") else f"{x:.0f}" for x in reach),
                      *(spread([np.mean(r.series(f"nodes/{a}")) for r in mine], ".1f") for a in AGENTS),
                      spread([np.mean(r.series("no_signal")) for r in mine], ".2f"),
                      spread([r.seconds for r in mine], ".0f")])
     print(f"tree search, 2 agents (agent_0 strong, agent_1 weak), {args.nodes} nodes per tree, {args.trees} trees x "
           f"{args.tasks} problems per step, {len(args.seeds)} seeds x {args.steps} steps")
     print(markdown_table(["grouping", "team reward (last 5 steps)", "final P(reference) agent_0",
-                          "final P(reference) agent_1", "nodes per tree agent_0", "nodes per tree agent_1",
+                          "final P(reference) agent_1", "step agent_1 reaches P 0.9 (per seed)",
+                          "nodes per tree agent_0", "nodes per tree agent_1",
                           "nodes with no signal", "seconds"], rows))
     if args.plot:
         panels = [("team_reward", "team reward (hidden pass, best node)"),
