@@ -16,8 +16,10 @@ Configurations, on the same shaped node rewards:
 - ``tree_wide`` -- MARS2: one group per tree, every agent's nodes together;
 - ``per_agent`` -- one group per (tree, agent): each agent's nodes normalized on their own.
 Printed over seeds: the team reward (hidden pass ratio of the best node, last 5 steps), each
-agent's final P(reference) when drafting, and the fraction of nodes that got no signal
-(their group had one node or one value). MARS2's choice holds here if tree-wide grouping
+agent's final P(reference) and P(half-wrong) when drafting (a node's reward is its *public*
+test score, and the half-wrong variant often passes the few public examples: then it ties
+with the reference for the advantage, while the hidden tests tell them apart), and the
+fraction of nodes that got no signal (their group had one node or one value). MARS2's choice holds here if tree-wide grouping
 learns at least as fast and as far, in particular for the weak agent.
 """
 
@@ -143,7 +145,7 @@ def train(label: str, problem_ids: list[str], seed: int, steps: int, tasks: int,
         adv = advantages(table, label)
         m = {"team_reward": float(np.mean(result.returns)), "no_signal": no_signal_fraction(adv)}
         for a in AGENTS:
-            m[f"p_reference/{a}"] = float(backend.policy.probs(a, "draft")[0])
+            m[f"p_reference/{a}"], m[f"p_half_wrong/{a}"] = (float(x) for x in backend.policy.probs(a, "draft")[:2])
             m[f"nodes/{a}"] = float(np.sum(table.agent == a)) / max(len(result.returns), 1)
             m[f"adv_abs/{a}"] = float(np.mean(np.abs(adv.advantages[table.agent == a]))) if np.any(
                 table.agent == a) else float("nan")
@@ -151,7 +153,7 @@ def train(label: str, problem_ids: list[str], seed: int, steps: int, tasks: int,
         metrics.append(m)
     final = float(np.mean([x["team_reward"] for x in metrics[-5:]]))
     return Run(label, seed, metrics, final, time.perf_counter() - start,
-               extra={a: metrics[-1][f"p_reference/{a}"] for a in AGENTS})
+               extra={k: metrics[-1][k] for a in AGENTS for k in (f"p_reference/{a}", f"p_half_wrong/{a}")})
 
 
 def main(argv: list[str] | None = None) -> list[Run]:
@@ -179,13 +181,14 @@ def main(argv: list[str] | None = None) -> list[Run]:
                 if args.save:
                     save_runs(runs, args.save)
                 print(f"{label:9s} seed {seed}: team reward (last 5) {run.final_eval:.3f}, P(reference) "
-                      + ", ".join(f"{a} {run.extra[a]:.2f}" for a in AGENTS) + f", {run.seconds:.0f}s", flush=True)
+                      + ", ".join(f"{a} {run.extra[f'p_reference/{a}']:.2f}" for a in AGENTS) + f", {run.seconds:.0f}s", flush=True)
     rows = []
     for label in args.configs:
         mine = [r for r in runs if r.label == label]
         reach = [first_step_at(r.series("p_reference/agent_1"), 0.9, window=1) for r in mine]
         rows.append([label, spread([r.final_eval for r in mine]),
-                     *(spread([r.extra[a] for r in mine], ".2f") for a in AGENTS),
+                     *(spread([r.extra[f"p_{k}/{a}"] for r in mine], ".2f")
+                       for a in AGENTS for k in ("reference", "half_wrong")),
                      " / ".join("never" if x == float("inf") else f"{x:.0f}" for x in reach),
                      *(spread([np.mean(r.series(f"nodes/{a}")) for r in mine], ".1f") for a in AGENTS),
                      spread([np.mean(r.series("no_signal")) for r in mine], ".2f"),
@@ -193,13 +196,15 @@ def main(argv: list[str] | None = None) -> list[Run]:
     print(f"tree search, 2 agents (agent_0 strong, agent_1 weak), {args.nodes} nodes per tree, {args.trees} trees x "
           f"{args.tasks} problems per step, {len(args.seeds)} seeds x {args.steps} steps")
     print(markdown_table(["grouping", "team reward (last 5 steps)", "final P(reference) agent_0",
-                          "final P(reference) agent_1", "step agent_1 reaches P 0.9 (per seed)",
+                          "final P(half-wrong) agent_0", "final P(reference) agent_1", "final P(half-wrong) agent_1",
+                          "step agent_1 reaches P 0.9 (per seed)",
                           "nodes per tree agent_0", "nodes per tree agent_1",
                           "nodes with no signal", "seconds"], rows))
     if args.plot:
         panels = [("team_reward", "team reward (hidden pass, best node)"),
                   ("p_reference/agent_0", "agent_0 (strong) P(reference)"),
-                  ("p_reference/agent_1", "agent_1 (weak) P(reference)")]
+                  ("p_reference/agent_1", "agent_1 (weak) P(reference)"),
+                  ("p_half_wrong/agent_1", "agent_1 (weak) P(half-wrong)")]
         print(f"plot: {plot_panels(runs, panels, args.plot, smooth=3, title='MARS2 grouping, tree search')}")
     return runs
 
