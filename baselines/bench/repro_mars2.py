@@ -19,7 +19,8 @@ Printed over seeds: the team reward (hidden pass ratio of the best node, last 5 
 agent's final P(reference) and P(half-wrong) when drafting (a node's reward is its *public*
 test score, and the half-wrong variant often passes the few public examples: then it ties
 with the reference for the advantage, while the hidden tests tell them apart), and the
-fraction of nodes that got no signal (their group had one node or one value). MARS2's choice holds here if tree-wide grouping
+fraction of nodes that got no signal (their group had one node or one value) and each agent's
+mean |advantage|. MARS2's choice holds here if tree-wide grouping
 learns at least as fast and as far, in particular for the weak agent.
 """
 
@@ -192,6 +193,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
                      " / ".join("never" if x == float("inf") else f"{x:.0f}" for x in reach),
                      *(spread([np.mean(r.series(f"nodes/{a}")) for r in mine], ".1f") for a in AGENTS),
                      spread([np.mean(r.series("no_signal")) for r in mine], ".2f"),
+                     *(spread([np.nanmean(r.series(f"adv_abs/{a}")) for r in mine], ".2f") for a in AGENTS),
                      spread([r.seconds for r in mine], ".0f")])
     print(f"tree search, 2 agents (agent_0 strong, agent_1 weak), {args.nodes} nodes per tree, {args.trees} trees x "
           f"{args.tasks} problems per step, {len(args.seeds)} seeds x {args.steps} steps")
@@ -199,7 +201,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
                           "final P(half-wrong) agent_0", "final P(reference) agent_1", "final P(half-wrong) agent_1",
                           "step agent_1 reaches P 0.9 (per seed)",
                           "nodes per tree agent_0", "nodes per tree agent_1",
-                          "nodes with no signal", "seconds"], rows))
+                          "nodes with no signal", "mean |A| agent_0", "mean |A| agent_1", "seconds"], rows))
     if args.plot:
         panels = [("team_reward", "team reward (hidden pass, best node)"),
                   ("p_reference/agent_0", "agent_0 (strong) P(reference)"),
