@@ -99,3 +99,51 @@ def test_mars2_heterogeneous_team_of_two_tiny_architectures_trains_end_to_end(tm
         assert m["skipped_updates"] == 0 and m["n_trained_rows"] > 0
         for agent in agents:
             assert np.isfinite(m[f"agent/{agent}/grad_norm"]) and m[f"agent/{agent}/n_rows"] > 0
+
+
+def test_at_grpo_alpha_mix_is_cancelled_in_every_coder_tester_group_and_team_only_silences_the_tester():
+    """coder/tester with the menu policy (real sandbox): the team reward is the coder's golden-pass change
+    and its local reward the golden pass itself, and the tester cannot move the team reward of its own
+    group, so alpha r_team + r_local is an affine map of one value in every group: alpha changes nothing;
+    without r_local every tester advantage is 0."""
+    from baselines.bench import repro_at_grpo_alpha as alpha_exp
+    from baselines.bench.repro_menu import MenuBackend, MenuPolicy
+
+    problems = alpha_exp.choose_problems(2)
+    texts = {p.task_id: alpha_exp.menu(alpha_exp.from_code_problem(p)) for p in problems}
+    backend = MenuBackend(MenuPolicy(alpha_exp.OPTIONS), texts, alpha_exp.turn_state, np.random.default_rng(0))
+    pool = EnvPool(lambda: llm_marl_envs.make("code/coder_tester_v0", problems=problems, max_turns=2))
+    k = 4
+    table = sample("branching", pool, [Task(s) for s in range(3)], backend, group_size=k).table
+    tester = table.agent == "tester"
+    assert len(set(table.local_reward[tester].tolist())) > 1  # the tester's menu entries score differently
+    info = alpha_exp.alpha_informative(table, k)
+    assert info["informative/alpha=0"] == info["informative/alpha=0.5"] == 0.0
+    assert info["informative/team_only"] > 0
+    team_only = alpha_exp.config_advantages(table, 1.0, False, k)
+    assert np.all(team_only[tester] == 0) and np.any(alpha_exp.config_advantages(table, 1.0, True, k)[tester] != 0)
+
+
+def test_menu_policy_step_moves_probability_towards_the_positive_advantage_entry():
+    from baselines.bench.repro_menu import MenuPolicy
+
+    policy = MenuPolicy({"a": ("x", "y", "z")})
+    before = policy.probs("a", "s").copy()
+    policy.update("a", "s", np.array([1, 2]), np.array([1.0, -1.0]), lr=1.0, n_rows=2)
+    after = policy.probs("a", "s")
+    assert after[1] > before[1] and after[2] < before[2] and np.isclose(after.sum(), 1.0)
+    assert np.allclose(policy.probs("a", "other state"), 1 / 3)  # states are independent
+
+
+def test_mars2_per_agent_grouping_differs_from_tree_wide_on_real_trees():
+    from baselines.bench.repro_mars2 import SHAPING, per_agent
+
+    table = _tree_table(n_episodes=3)
+    wide = compute_advantages(table, "mars2", SHAPING)
+    mine = per_agent(table, SHAPING)
+    np.testing.assert_allclose(mine.values, wide.values)  # the same shaped rewards, grouped differently
+    for g in np.unique(mine.groups):
+        rows = mine.groups == g
+        assert len(set(table.agent[rows].tolist())) == 1 and len(set(table.episode[rows].tolist())) == 1
+    assert len(np.unique(mine.groups)) > len(np.unique(wide.groups))
+    assert np.abs(mine.advantages - wide.advantages).max() > 0.05
