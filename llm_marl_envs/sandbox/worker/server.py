@@ -139,6 +139,7 @@ class ForkServer:
             "gid": self.run_gid,
             "judge_uid": int(settings.get("judge_uid", 65533)) if drop else None,
             "drop_capabilities": not drop and bool(report["user_ns"]),
+            "judge_in_server": bool(settings.get("judge_in_server", True)),
         }
         self.fatal = self._self_test(needed, runner_settings)
         if settings["guard"]:
