@@ -20,12 +20,14 @@ def test_only_test_code_that_cannot_change_or_stall_the_server_is_servable():
     humaneval = ("METADATA = {'author': 'jt'}\ncandidate = f\nimport math\nimport random\n")
     assert _ok(humaneval, "assert candidate([1.0, 2.5], 0.3) == True\n", "assert abs(candidate(1.33) - 0.33) < 1e-6",
                "assert math.isclose(candidate(2), 1.5, rel_tol=1e-9)", "r = candidate('a')\nassert r == 'b', 'msg'",
-               "assert sorted(candidate([3, 1]), reverse=True) == [3, 1]", "assert candidate(-1) is None")
+               "assert sorted(candidate([3, 1]), reverse=True) == [3, 1]", "assert candidate(-1) is None",
+               "assert candidate(3 * 5 * 7) == (3 + 5 + 7, 2 ** 10, 0**0)")
     for test in [
         "import math\nmath.pi = 3",  # changes a module of the server
         "candidate.x = 1", "x = candidate(1)\nx[0] = 2",  # assignments other than to names
         "assert getattr(candidate, 'f')", "assert __import__('os')", "exec('1')", "open('/etc/passwd')",
         "assert [0] * 10 ** 9", "assert 2 ** 100000 > 1", "assert '%999999999d' % 1",  # unbounded work
+        "assert 10 ** 10 ** 10", "assert (2 ** 64) ** 64 > 1", "assert candidate(1) * 3",
         "assert sum(range(10 ** 12))", "assert [x for x in candidate(1)]", "assert (lambda: 1)()",
         "assert round(10, -10 ** 9) == 0", "assert type('A', (), {})", "assert f'{candidate(1)}'",
         "for i in [1]:\n    assert candidate(i)", "assert math.factorial(10 ** 6)",

@@ -13,12 +13,13 @@ expression is one of a small set whose effect is confined to the job's own test 
   whose names nothing uses afterwards (dropped: their only effect, binding the name, is
   unobservable; ``import random`` in HumanEval's set-ups);
 * expressions: constants, names, tuple/list/set/dict displays, comparisons, ``and``/``or``/
-  ``not``, ``x if c else y``, ``+ - / //`` and unary ``- + ~``, subscripts and slices, calls
+  ``not``, ``x if c else y``, ``+ - / //`` and unary ``- + ~``, arithmetic on numeric literals
+  within bounds (``3 * 5 * 7``, ``0**0``), subscripts and slices, calls
   of plain names (the program's functions, which run in the program process, or the pure
   builtins of ``SAFE_BUILTINS``), and ``math.<f>`` for the functions of ``SAFE_MATH``.
 
 Excluded, so that nothing can loop, allocate without bound or reach an object of the server:
-attribute access (but ``math.<f>``), ``* ** % << >>`` (``[0] * 10**9``), comprehensions,
+attribute access (but ``math.<f>``), ``* ** % << >>`` but on bounded literals (``[0] * 10**9``), comprehensions,
 lambdas, f-strings, loops, ``range``, ``exec``/``eval``/``getattr``/``open``/``__import__``
 and every other builtin not listed. Anything else is judged in a judge process, as before.
 """
@@ -32,7 +33,7 @@ from typing import Any
 SAFE_BUILTINS = frozenset({
     "abs", "all", "any", "bool", "chr", "complex", "dict", "float", "frozenset", "int", "isinstance",
     "len", "list", "max", "min", "ord", "repr", "reversed", "round", "set", "sorted", "str", "sum",
-    "tuple", "type", "Exception", "ValueError", "TypeError", "KeyError",
+    "tuple", "type", "print", "Exception", "ValueError", "TypeError", "KeyError",
     "IndexError", "ZeroDivisionError", "AssertionError", "NotImplemented", "Ellipsis",
 })
 SAFE_MATH = frozenset({"isclose", "fabs", "sqrt", "isnan", "isinf", "isfinite", "floor", "ceil", "trunc",
@@ -43,6 +44,7 @@ _KNOWN_STDLIB = frozenset({"random", "copy", "string", "collections", "itertools
                            "heapq", "bisect", "operator", "typing", "math", "sys", "os", "json", "numbers",
                            "fractions", "decimal", "statistics", "hashlib", "datetime"})
 _MAX_ROUND_DIGITS = 100
+_MAX_CONSTANT = float(2 ** 256)  # numeric literals and arithmetic on them, in magnitude
 
 
 # ``ast`` is imported inside the functions: the fork server imports this module before its
@@ -137,6 +139,8 @@ def _expr(node: Any) -> bool:
         return (isinstance(node.value, ast.Name) and node.value.id in SAFE_MODULES and node.attr in SAFE_MATH
                 and isinstance(node.ctx, ast.Load))
     if isinstance(node, ast.BinOp):
+        if _constant_number(node) is not None:
+            return True
         return isinstance(node.op, _kinds().binops) and _expr(node.left) and _expr(node.right)
     if isinstance(node, ast.UnaryOp):
         return isinstance(node.op, _kinds().unary) and _expr(node.operand)
@@ -145,6 +149,36 @@ def _expr(node: Any) -> bool:
     if isinstance(node, _kinds().simple):
         return all(_expr(child) for child in ast.iter_child_nodes(node))
     return False
+
+
+def _constant_number(node: Any) -> float | None:
+    """The magnitude bound of arithmetic on numeric literals (``3 * 5 * 7``, ``0**0``, ``-2``), or
+    None if ``node`` is not such arithmetic or could grow large (``10 ** 10 ** 10``)."""
+    import ast
+
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return abs(float(node.value)) if abs(node.value) <= _MAX_CONSTANT else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _constant_number(node.operand)
+    if not isinstance(node, ast.BinOp):
+        return None
+    left, right = _constant_number(node.left), _constant_number(node.right)
+    if left is None or right is None:
+        return None
+    try:
+        if isinstance(node.op, ast.Pow):
+            if not (isinstance(node.right, ast.Constant) and type(node.right.value) is int and 0 <= node.right.value <= 64):
+                return None
+            bound = max(left, 1.0) ** node.right.value
+        elif isinstance(node.op, ast.Mult):
+            bound = max(left, 1.0) * max(right, 1.0)
+        elif isinstance(node.op, (ast.Add, ast.Sub, ast.Mod, ast.FloorDiv, ast.Div)):
+            bound = left + right + 1.0
+        else:
+            return None
+    except OverflowError:
+        return None
+    return bound if bound <= _MAX_CONSTANT else None
 
 
 def _call(node: Any) -> bool:
