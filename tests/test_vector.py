@@ -65,3 +65,27 @@ def test_bad_actions_and_broken_envs_are_typed_errors():
         SubprocTextVectorEnv([make_signal, _broken_env])
     with pytest.raises(ValueError, match="at least one"):
         SyncTextVectorEnv([])
+
+
+def test_subprocess_envs_share_out_the_cpus():
+    # Each env process (and the sandbox pool it starts, which inherits its affinity) gets its
+    # own share of the CPUs, so the sandbox jobs of different envs do not queue on one CPU.
+    import os
+
+    from llm_marl_envs.core.vector import cpu_shares
+
+    allowed = sorted(os.sched_getaffinity(0))
+    shares = cpu_shares(3)
+    if len(allowed) < 2:
+        assert shares == [None] * 3
+        return
+    assert sorted(c for share in shares[:min(3, len(allowed))] for c in share) == allowed
+    assert all(share == shares[i % len(allowed)] for i, share in enumerate(shares))
+    vec = SubprocTextVectorEnv([make_signal] * 2)
+    free = SubprocTextVectorEnv([make_signal] * 2, partition_cpus=False)
+    try:
+        assert [sorted(os.sched_getaffinity(p.pid)) for p in vec._procs] == cpu_shares(2)
+        assert [sorted(os.sched_getaffinity(p.pid)) for p in free._procs] == [allowed, allowed]
+    finally:
+        vec.close()
+        free.close()

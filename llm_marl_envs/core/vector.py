@@ -11,6 +11,11 @@ observation text. Episodes reset automatically: when env ``i``'s episode ends, t
 - :class:`SubprocTextVectorEnv` runs each env in its own process (built there from its
   factory, pickled with cloudpickle), so sandbox runs and retrieval of different envs
   overlap. A failing sub-env raises :class:`VectorEnvError` naming it, with its traceback.
+  Each env process is confined to its share of the CPUs (:func:`cpu_shares`;
+  ``partition_cpus=False`` turns it off), and so is the sandbox pool it starts: a code task's
+  step is mostly a sandbox job, and every process's pool pins its workers the same way, so
+  without the shares the jobs of all envs would queue on the same CPU (see
+  docs/benchmarks.md, "Vector env").
 
 Seeding: ``reset(seed=s)`` seeds env ``i`` with ``s + i``; its k-th automatic reset uses
 ``s + i + k * num_envs``, so every episode of a run has its own seed and runs are reproducible.
@@ -21,6 +26,7 @@ is registered with them) and the parallel API (:mod:`llm_marl_envs.core.parallel
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -132,8 +138,13 @@ class SyncTextVectorEnv:
             s.env.close()
 
 
-def _worker(remote: Any, payload: bytes, index: int, num_envs: int) -> None:
+def _worker(remote: Any, payload: bytes, index: int, num_envs: int, cpus: list[int] | None = None) -> None:
     slot = None
+    if cpus:
+        try:
+            os.sched_setaffinity(0, cpus)  # before the env (and its sandbox pool) is built
+        except OSError:
+            pass
     try:
         slot = _Slot(cloudpickle.loads(payload)(), index, num_envs)
         remote.send(("ok", None))
@@ -159,18 +170,39 @@ def _worker(remote: Any, payload: bytes, index: int, num_envs: int) -> None:
     remote.close()
 
 
-class SubprocTextVectorEnv:
-    """``num_envs`` envs, each in its own process; ``step`` runs them concurrently."""
+def cpu_shares(num_envs: int) -> list[list[int] | None]:
+    """The CPUs each of ``num_envs`` env processes is confined to: the allowed CPUs dealt out
+    round robin (env ``i`` gets every CPU ``j`` with ``j % num_envs == i``; with more envs than
+    CPUs, CPU ``i % n``). None for all on a single CPU, or where affinity is unsupported."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return [None] * num_envs
+    if len(allowed) < 2:
+        return [None] * num_envs
+    groups = min(num_envs, len(allowed))
+    return [[c for j, c in enumerate(allowed) if j % groups == i % groups] for i in range(num_envs)]
 
-    def __init__(self, env_fns: Sequence[Callable[[], Any]], context: str | None = None) -> None:
+
+class SubprocTextVectorEnv:
+    """``num_envs`` envs, each in its own process; ``step`` runs them concurrently.
+
+    ``partition_cpus``: confine env process ``i`` (and the sandbox workers it starts) to
+    ``cpu_shares(num_envs)[i]``.
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], Any]], context: str | None = None,
+                 partition_cpus: bool = True) -> None:
         if not env_fns:
             raise ValueError("a vector env needs at least one env factory")
         self.num_envs = len(env_fns)
         ctx = mp.get_context(context)
         self._remotes, self._procs = [], []
+        shares = cpu_shares(self.num_envs) if partition_cpus else [None] * self.num_envs
         for i, fn in enumerate(env_fns):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, cloudpickle.dumps(fn), i, self.num_envs), daemon=True)
+            proc = ctx.Process(target=_worker, args=(child, cloudpickle.dumps(fn), i, self.num_envs, shares[i]),
+                               daemon=True)
             proc.start()
             child.close()
             self._remotes.append(parent)

@@ -106,6 +106,7 @@ def result_from_reply(job: Job, reply: dict[str, Any], config: SandboxConfig, wa
         stderr=clean(reply.get("stderr"), limit),
         wall_time_s=wall,
         isolation=isolation,
+        judge=reply.get("judge") if reply.get("judge") in ("server", "process") else "",
     )
 
 

@@ -79,7 +79,10 @@ class SandboxConfig:
         raise_on_infra_error (raise SandboxError instead of returning a flagged result),
         start_timeout_s, python (interpreter for the workers; default sys.executable),
         cache_test_code (compile each distinct set-up + assert tests once, in the caller, and
-        send the code with the requests; only when ``python`` is this interpreter).
+        send the code with the requests; only when ``python`` is this interpreter),
+        judge_in_server (judge assert tests whose code cannot change the fork server, see
+        ``worker/purity.py``, in the fork server itself instead of a judge process: one job
+        process per run instead of two; False: always a judge process).
     """
 
     timeout_s: float = 5.0
@@ -115,6 +118,7 @@ class SandboxConfig:
     start_timeout_s: float = 60.0
     python: str | None = None
     cache_test_code: bool = True
+    judge_in_server: bool = True
 
     def __post_init__(self) -> None:
         positive = ("timeout_s", "memory_mb", "file_size_mb", "open_files", "max_processes", "tmpfs_size_mb",
@@ -201,6 +205,7 @@ class SandboxConfig:
             "allow_subprocesses": self.allow_subprocesses,
             "block_network": self.block_network,
             "preload": list(self.preload_modules),
+            "judge_in_server": self.judge_in_server,
         }
 
 

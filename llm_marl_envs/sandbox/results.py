@@ -95,6 +95,9 @@ class ExecResult:
     stderr: str = ""
     wall_time_s: float = 0.0
     isolation: dict[str, Any] = field(default_factory=dict)  #: the worker's isolation report
+    #: where the assert tests were judged: "server" (the fork server itself, for test code that
+    #: cannot change it), "process" (a judge process), "" (no assert test ran)
+    judge: str = ""
 
     def _require_no_infra_error(self) -> None:
         if self.infra_error is not None:

@@ -43,10 +43,21 @@ def _scan(pattern):
 '''
 
 
-@pytest.fixture(scope="module")
-def one_worker():
+# Every test here runs twice: with the tests judged in the fork server where they are of the
+# kind it may judge (the default, see worker/purity.py), and always in a judge process.
+JUDGES = [pytest.param(True, id="judged-in-server"), pytest.param(False, id="judge-process")]
+
+
+@pytest.fixture(scope="module", params=JUDGES)
+def sandbox(request):
+    with Sandbox(small_config(judge_in_server=request.param)) as sb:
+        yield sb
+
+
+@pytest.fixture(scope="module", params=JUDGES)
+def one_worker(request):
     """A pool of one: consecutive jobs run on the same fork server."""
-    with Sandbox(small_config(workers=1)) as sb:
+    with Sandbox(small_config(workers=1, judge_in_server=request.param)) as sb:
         yield sb
 
 

@@ -11,17 +11,21 @@ reported as ``infra_error`` and never as a failed test.
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import time
 from typing import Any
 
 from . import protocol as P
+from . import served
 from .child import ChildSpec
 from .fsview import remove_path
 from .guard import REAL
 from .supervisor import RunResult, RunSpec, Supervisor
 
+_MAX_SERVED_SOURCE = 64 << 10  # larger test sets go to a judge process (the check's cost is linear)
+_SERVED_CACHE = 512  # test sets whose verdict (and set-up code) this fork server keeps
 STACK_BYTES = 64 << 20  # RLIMIT_STACK, soft and hard, when the request names none
 
 _SIGNAL_TEXT = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "aborted", signal.SIGBUS: "bus error",
@@ -36,6 +40,10 @@ class JobRunner:
         self.supervisor = supervisor
         self.job_dir = job_dir  # the same path for every job (the environment is set once for it)
         self.wipe = wipe
+        self.served: Any = None  # .served, when this fork server judges the tests .purity accepts
+        self._servable: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+        if settings.get("judge_in_server"):
+            self.served = served
 
     # -- one job ---------------------------------------------------------------------------
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -99,10 +107,16 @@ class JobRunner:
                      state: _JobState) -> None:
         pending = list(indices)
         first = True
+        setup_code = self._served_setup(job, indices)
         while True:
             if time.monotonic() >= state.deadline and not first:
                 break
-            run = self.supervisor.run(self._spec(job, "assert", pending, job_dir, timeout, state))
+            spec = self._spec(job, "assert", pending, job_dir, timeout, state)
+            if setup_code is not None:
+                run = self.served.run_served(self.supervisor, spec, setup_code)
+            else:
+                run = self.supervisor.run(spec)
+            state.judge = "process" if setup_code is None else "server"
             if run.infra_error:
                 state.infra_error = run.infra_error
                 if not run.ready and run.stderr:  # what the program process said while being set up
@@ -118,6 +132,30 @@ class JobRunner:
             if not remaining or len(remaining) == len(pending):
                 return
             pending = remaining
+
+    def _served_setup(self, job: dict[str, Any], indices: list[int]) -> Any:
+        """The set-up code for judging ``job`` here (see .served), or None: a judge process."""
+        if self.served is None or not indices:
+            return None
+        setup = job.get("setup") or ""
+        sources = tuple(job["tests"][i]["code"] for i in indices)
+        key = (setup, sources)
+        cache = self._servable
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        code = None
+        if len(setup) + sum(map(len, sources)) <= _MAX_SERVED_SOURCE:
+            tree = served.servable(setup, list(sources))
+            if tree is not None:
+                try:
+                    code = compile(tree, P.SETUP_FILE, "exec", dont_inherit=True)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    code = None
+        cache[key] = code
+        if len(cache) > _SERVED_CACHE:
+            cache.popitem(last=False)
+        return code
 
     def _judge_assert_run(self, run: RunResult, pending: list[int], state: _JobState, timeout: float) -> bool:
         """Record what ``run`` says about ``pending``; True if the remaining tests must not be re-run."""
@@ -220,6 +258,7 @@ class _JobState:
         self.infra_error: str | None = None
         self.program_stdout: str | None = None
         self.program_stderr: str | None = None
+        self.judge = ""  # where the assert tests were judged: "server" or "process"
         self.stop = False
 
     def set_program_output(self, run: RunResult, include_output: bool = True) -> None:
@@ -252,6 +291,7 @@ class _JobState:
             "stdout": self.program_stdout or "",
             "stderr": self.program_stderr or "",
             "wall_time_s": wall,
+            "judge": self.judge,
         }
 
 

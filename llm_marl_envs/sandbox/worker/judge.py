@@ -49,9 +49,15 @@ def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
     judge(payload, Channel(fd), emit, finish, os._exit)
 
 
-def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: Any) -> NoReturn:
+def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: Any, setup_code: Any = None,
+          modules: frozenset[str] | None = None) -> NoReturn:
     """Run the set-up and tests of ``payload`` against the program at the other end of
-    ``channel``; ``stop()`` ends without a verdict (the program process died)."""
+    ``channel``; ``stop()`` ends without a verdict (the program process died).
+
+    ``setup_code`` replaces the compiled set-up; ``modules``: bind only these modules (already
+    loaded) for the modules the program imported, never import one (the fork server's judge,
+    see .served).
+    """
     link = Link(channel)
     limit = int(payload["limits"]["report_chars"])
     hard = int(payload["limits"]["output_bytes"])
@@ -62,7 +68,8 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
         emit("infra", -1, False, {"error": "the program process could not be set up"})
         stop(0)
     emit(P.REC_READY, -1, True, {})
-    setup_code, compiled = _load_compiled(payload, indices) or _compile_tests(payload, indices, emit, finish, limit)
+    compiled_setup, compiled = _load_compiled(payload, indices) or _compile_tests(payload, indices, emit, finish, limit)
+    setup_code = compiled_setup if setup_code is None else setup_code
     try:
         loaded = json.loads(link.channel.recv())
         if type(loaded) is not dict:
@@ -81,7 +88,7 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
         emit(P.REC_PROGRAM, -1, False, _clean_info(info, limit))
         finish()
     emit(P.REC_PROGRAM, -1, True, _clean_info(loaded["ok"], limit, timing_only=True))
-    test_ns = _namespace(link, loaded.get("names"))
+    test_ns = _namespace(link, loaded.get("names"), modules)
     program_values = dict(test_ns)
     sys.stdout, sys.stderr = BoundedText(limit, hard), BoundedText(limit, hard)
     try:
@@ -196,8 +203,9 @@ def _clean_info(info: Any, limit: int, timing_only: bool = False) -> dict[str, A
     return out
 
 
-def _namespace(link: Link, names: Any) -> dict[str, Any]:
-    """The tests' namespace: the program's globals as references, plain values and modules."""
+def _namespace(link: Link, names: Any, modules: frozenset[str] | None = None) -> dict[str, Any]:
+    """The tests' namespace: the program's globals as references, plain values and modules
+    (``modules``: only those, and only if loaded already)."""
     ns: dict[str, Any] = {"__name__": "solution", "__builtins__": _PRISTINE_BUILTINS}
     if type(names) is not dict:
         return ns
@@ -214,6 +222,8 @@ def _namespace(link: Link, names: Any) -> dict[str, Any]:
                 ns[name] = Remote(link, {"g": name}, name)
         elif kind == "m" and len(entry) == 2 and type(entry[1]) is str and entry[1]:
             module = sys.modules.get(entry[1])
+            if modules is not None and (entry[1] not in modules or module is None):
+                continue
             if module is None:
                 try:
                     module = importlib.import_module(entry[1])

@@ -139,6 +139,7 @@ class ForkServer:
             "gid": self.run_gid,
             "judge_uid": int(settings.get("judge_uid", 65533)) if drop else None,
             "drop_capabilities": not drop and bool(report["user_ns"]),
+            "judge_in_server": bool(settings.get("judge_in_server", True)),
         }
         self.fatal = self._self_test(needed, runner_settings)
         if settings["guard"]:
@@ -148,6 +149,15 @@ class ForkServer:
                           block_network=bool(settings["block_network"]))
         # The clean fork point, taken before any job: every job process is forked from it.
         self.zygote = Zygote(child_main)
+        # From now on (the zygote, and so every job process, keeps the normal policy): when a
+        # job process wakes this process (a reply of the program, its output), it is not
+        # preempted for it but goes on until it blocks or its time slice ends, so the judge
+        # here reads a batch of replies in one go instead of one context switch per reply
+        # (-12 % CPU per HumanEval job). Deadlines are then enforced up to a time slice late.
+        try:
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux, or refused
+            pass
         self.supervisor = Supervisor(is_pid1=is_pid1, zygote=self.zygote, judge_uid=runner_settings["judge_uid"])
         # Jobs running as another user cannot write to the (root-owned) hidden-path masks.
         wipe_all = self.run_uid is None

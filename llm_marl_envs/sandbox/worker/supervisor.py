@@ -123,17 +123,17 @@ class Supervisor:
                 # The judge runs the tests; the program process (which never sees them) answers its calls.
                 judge_end, program_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
                 mine += [judge_end.detach(), program_end.detach()]
-                judge_payload = _memfd({"nonce": nonce, "setup": spec.job.get("setup") or "",
+                judge_payload = payload_memfd({"nonce": nonce, "setup": spec.job.get("setup") or "",
                                         "tests": spec.job["tests"], "compiled": spec.job.get("compiled"), "plans": spec.job.get("plans"),
                                         "limits": spec.job["limits"], "indices": spec.indices})
-                program_payload = _memfd({"program": spec.job["program"], "limits": spec.job["limits"]})
+                program_payload = payload_memfd({"program": spec.job["program"], "limits": spec.job["limits"]})
                 mine += [judge_payload, program_payload]
                 pid, helper = self.zygote.spawn(
                     (self._command(spec, "judge"), [self._devnull, self._devnull, self._devnull, res_w,
                                                     judge_payload, mine[3]]),
                     (self._command(spec, "program"), [self._devnull, out_w, err_w, mine[4], program_payload]))
             else:
-                payload = _memfd({"program": spec.job["program"], "limits": spec.job["limits"], "nonce": nonce,
+                payload = payload_memfd({"program": spec.job["program"], "limits": spec.job["limits"], "nonce": nonce,
                                   "index": spec.indices[0]})
                 mine.append(payload)
                 (pid,) = self.zygote.spawn((self._command(spec, "io"), [stdin_fd, out_w, err_w, res_w, payload]))
@@ -325,7 +325,7 @@ class Supervisor:
         return [child for child in children_of_self() if child != self.zygote.pid]
 
 
-def _memfd(payload: dict[str, Any]) -> int:
+def payload_memfd(payload: dict[str, Any]) -> int:
     """A memfd holding ``payload`` as JSON: what a spawned process reads before it is confined."""
     fd = os.memfd_create("job", os.MFD_CLOEXEC)
     P.write_all(fd, json.dumps(payload).encode("utf-8", "surrogatepass"))

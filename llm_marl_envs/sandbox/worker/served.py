@@ -1,0 +1,280 @@
+"""Judging an assert run in the fork server itself: one job process (the program's) per run.
+
+For a test set that :mod:`.purity` accepts (test code that can neither change the fork server
+nor keep it busy), the fork server runs the judge (:func:`.judge.judge`, the same code a judge
+process runs) in its own process, against a program process cloned from the zygote as
+usual. That saves the judge process's clone, copy-on-write faults and exit, about half of a
+HumanEval job's CPU. Everything the program can do is unchanged: it is the same program
+process, it only sees its program and the calls' arguments, and its replies are plain data
+decoded by the judge; it cannot signal, trace or read the fork server (PID 1 of the worker's
+PID namespace, another uid, not dumpable). The judge's records do not go through a pipe:
+:class:`InlineRecords` applies them as :class:`.records.RecordReader` does, with the same
+deadlines. While the judge waits for the program, :class:`WatchedChannel` enforces the
+deadline of the current phase (loading, set-up, test *i*, the job's budget) and reads the
+program's stdout and stderr, as :meth:`.supervisor.Supervisor._watch` does for a judge
+process; at the deadline it kills the program process, which fails the test with the same
+``TimeoutError`` as before. The test namespace is a fresh dict per run, the standard streams
+and ``linecache`` are restored afterwards, and the judge binds no module but ``math`` from
+what the program imported (a judge process would import whatever the program names).
+"""
+
+from __future__ import annotations
+
+import _socket
+import json
+import linecache
+import os
+import select
+import sys
+import time
+from typing import Any, NoReturn
+
+from . import protocol as P
+from .channel import Channel, ChannelClosed
+from .judge import judge
+from .procs import describe_start_failure, fd_ready, pidfd_open, read_output, try_reap
+from .purity import SAFE_MODULES, servable
+from .records import START_TIMEOUT_S, RunResult
+from .supervisor import payload_memfd
+from .zygote import ZygoteGone
+
+__all__ = ["run_served", "servable"]
+
+HELPER_EXIT_WAIT_S = 1.0  # how long a program process may take to die after the judge stopped
+
+
+class _Stop(BaseException):
+    """The judge is done (``finish``) or cannot go on (``stop``)."""
+
+
+class InlineRecords:
+    """The judge's ``emit``: records applied directly to the run's result, with its deadlines."""
+
+    def __init__(self, result: RunResult, spec: Any, started: float) -> None:
+        self.result, self.spec = result, spec
+        self.phase_start = started
+        self.deadline = started + START_TIMEOUT_S
+
+    def emit(self, kind: str, index: int, flag: bool, payload: Any, now: bool = True) -> None:
+        if isinstance(payload, str):  # a passing test's timing, already as JSON
+            timing = P._TIMING.fullmatch(payload)
+            data = {"wall_time_s": float(timing[1]), "cpu_time_s": float(timing[2])} if timing else json.loads(payload)
+        else:
+            data = payload or {}
+        when = time.monotonic()
+        result = self.result
+        if not result.ready:
+            if kind == P.REC_READY:
+                result.ready = True
+                result.active = "program"
+                self._phase(when)
+            elif kind == "infra":
+                result.infra_error = str(data.get("error", "job process set-up failed"))[:4000]
+            return
+        result.records.append((kind, index, bool(flag), when, data))
+        if kind == P.REC_BEGIN:
+            result.active = index
+        elif kind == P.REC_PROGRAM:
+            result.active = "setup"
+        elif kind == P.REC_END:
+            result.active = "done"
+        else:
+            result.active = "harness"
+        self._phase(when)
+
+    def _phase(self, when: float) -> None:
+        self.phase_start = when
+        self.deadline = min(when + self.spec.timeout_s, self.spec.job_deadline)
+
+    def expiry_reason(self) -> str:
+        if not self.result.ready:
+            return "start"
+        if self.spec.job_deadline <= self.phase_start + self.spec.timeout_s:
+            return "budget"
+        return "timeout"
+
+
+class _Watch:
+    """The program process as the waiting judge sees it: its outputs, its deadline, its end."""
+
+    def __init__(self, supervisor: Any, spec: Any, pid: int, records: InlineRecords, out_r: int, err_r: int) -> None:
+        self.supervisor, self.spec, self.pid, self.records = supervisor, spec, pid, records
+        self.result = records.result
+        self.out_r, self.err_r = out_r, err_r
+        self.outputs = {out_r: bytearray(), err_r: bytearray()}
+        self.totals = {out_r: 0, err_r: 0}
+        self.open = [out_r, err_r]
+        self.poller = select.poll()
+        for out in self.open:
+            self.poller.register(out, select.POLLIN)
+
+    def wait(self, fd: int, event: int) -> None:
+        """Until ``fd`` is ready for ``event``; raises ChannelClosed once the program is killed."""
+        if self.result.killed is not None:
+            raise ChannelClosed("the program process was killed")
+        poller = self.poller
+        poller.register(fd, event)  # (registering again modifies)
+        while True:
+            left = self.records.deadline - time.monotonic()
+            if left <= 0:
+                self.kill(self.records.expiry_reason())
+            for ready, _ in poller.poll(int(left * 1000) + 1):
+                if ready == fd:
+                    return
+                if not read_output(ready, self.outputs[ready], self.totals, self.spec.output_cap):
+                    poller.unregister(ready)
+                    self.open.remove(ready)
+                elif self.totals[ready] > self.spec.output_cap:
+                    self.kill("output")
+
+    def kill(self, reason: str) -> NoReturn:
+        self.supervisor._kill(self.pid, self.result, reason)
+        raise ChannelClosed(f"the program process was killed ({reason})")
+
+    def drain_outputs(self) -> None:
+        for fd, buf in self.outputs.items():
+            for _ in range(0 if fd not in self.open else 64):  # bounded: a leftover may still be writing
+                if not (fd_ready(fd) and read_output(fd, buf, self.totals, self.spec.output_cap)):
+                    break
+
+
+class WatchedChannel(Channel):
+    """The fork server's end of the socket pair: non-blocking, waits through :class:`_Watch`."""
+
+    def __init__(self, fd: int, watch: _Watch) -> None:
+        super().__init__(fd)
+        self.watch = watch
+        self.buffer = b""  # read ahead: the replies of a batch usually come in one read
+        os.set_blocking(fd, False)
+
+    def send(self, data: bytes) -> None:
+        view = memoryview(len(data).to_bytes(4, "big") + data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except BlockingIOError:
+                self.watch.wait(self.fd, select.POLLOUT)
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from None
+
+    def _exactly(self, n: int) -> bytes:
+        buffer = self.buffer
+        if len(buffer) >= n:
+            self.buffer = buffer[n:]
+            return buffer[:n]
+        parts, got = [buffer], len(buffer)
+        self.buffer = b""
+        while got < n:
+            try:
+                chunk = os.read(self.fd, max(n - got, 1 << 16))
+            except BlockingIOError:
+                self.watch.wait(self.fd, select.POLLIN)
+                continue
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from None
+            if not chunk:
+                raise ChannelClosed("the peer hung up")
+            parts.append(chunk)
+            got += len(chunk)
+        data = b"".join(parts)
+        self.buffer = data[n:]
+        return data[:n]
+
+
+def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
+    """One assert run of ``spec``, judged here; ``setup_code`` replaces the compiled set-up."""
+    supervisor.finish()
+    started = time.monotonic()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    judge_end, program_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    judge_fd, program_fd = judge_end.detach(), program_end.detach()
+    mine = [out_w, err_w, program_fd]
+    try:
+        mine.append(payload_memfd({"program": spec.job["program"], "limits": spec.job["limits"]}))
+        (pid,) = supervisor.zygote.spawn(
+            (supervisor._command(spec, "program"), [supervisor._devnull, out_w, err_w, program_fd, mine[3]]))
+    except BaseException as exc:
+        for fd in (out_r, err_r, judge_fd):
+            os.close(fd)
+        if isinstance(exc, ZygoteGone):
+            os._exit(5)  # no job can be forked any more: the caller starts a fresh worker
+        raise
+    finally:
+        for fd in mine:
+            os.close(fd)
+    result = RunResult()
+    records = InlineRecords(result, spec, started)
+    watch = _Watch(supervisor, spec, pid, records, out_r, err_r)
+    job = spec.job
+    payload = {"nonce": "", "setup": job.get("setup") or "", "tests": job["tests"], "compiled": job.get("compiled"),
+               "plans": job.get("plans"), "limits": job["limits"], "indices": spec.indices}
+
+    def finish() -> NoReturn:
+        records.emit(P.REC_END, -1, True, {})
+        raise _Stop
+
+    def stop(_code: int = 0) -> NoReturn:
+        raise _Stop
+
+    saved = sys.stdin, sys.stdout, sys.stderr
+    try:
+        judge(payload, WatchedChannel(judge_fd, watch), records.emit, finish, stop,
+              setup_code=setup_code, modules=SAFE_MODULES)
+    except _Stop:
+        pass
+    except Exception as exc:  # noqa: BLE001 - a failure of the judge itself is ours, not the program's
+        result.infra_error = f"the fork server's judge failed: {type(exc).__name__}: {exc}"
+        supervisor._kill(pid, None, "")
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+        linecache.clearcache()
+        os.close(judge_fd)
+    try:
+        _end(supervisor, pid, result)
+        watch.drain_outputs()
+    finally:
+        for fd in (out_r, err_r):
+            os.close(fd)
+    cap = spec.output_cap
+    if result.killed is None and max(watch.totals.values()) > cap:
+        result.killed = "output"
+    result.stdout, result.stderr = bytes(watch.outputs[out_r]), bytes(watch.outputs[err_r])
+    result.stdout_total, result.stderr_total = watch.totals[out_r], watch.totals[err_r]
+    if not result.ready and result.infra_error is None:
+        result.infra_error = describe_start_failure(result)
+    result.wall_time_s = time.monotonic() - started
+    result.cpu_limit_s = float(spec.child.rlimits.get("cpu_s", 0))
+    result.memory_limit_bytes = int(spec.child.rlimits.get("address_space_bytes", 0))
+    return result
+
+
+def _end(supervisor: Any, pid: int, result: RunResult) -> None:
+    """After the judge: a judged run's program process is killed (and reaped after the reply);
+    otherwise its exit (or our kill) explains the run."""
+    if result.active == "done" and result.killed is None:
+        supervisor._kill(pid, None, "")
+        supervisor._unreaped.append(pid)
+        return
+    if result.killed is None:  # the judge stopped on its own: the program process died (or is dying)
+        pidfd = pidfd_open(pid)
+        if pidfd is not None:
+            try:
+                select.select([pidfd], [], [], HELPER_EXIT_WAIT_S)
+            finally:
+                os.close(pidfd)
+        done, status, usage = try_reap(pid)
+        if not done:
+            supervisor._kill(pid, None, "")
+            _, status, usage = os.wait4(pid, 0)
+    else:
+        _, status, usage = os.wait4(pid, 0)
+    result.status = status
+    if usage is not None:
+        result.cpu_time_s, result.max_rss_kb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+        result.helper_usage = True
+    supervisor.kill_leftovers(pid)
