@@ -98,3 +98,23 @@ def test_a_hanging_or_dying_program_does_not_stall_the_worker(pools):
     setup, tests = tests_from_check("def check(candidate):\n    assert candidate(2) == 3\n", "inc")
     res = served.run_batch([Job("def inc(x):\n    return x + 1\n", tests, setup)] * 4)
     assert all(r.all_passed for r in res)
+
+
+def test_test_code_judged_in_the_server_is_held_to_the_jobs_memory_and_time(pools):
+    """Servable test code works on data the program sends and can chain assignments: in the fork
+    server it gets the job's memory limit and deadline, a failure of the test, never the host's
+    memory or a stalled worker."""
+    served, _ = pools
+    program = "def f(n):\n    return [7] * n\n"
+    doubling = "a = f(1000)\n" + "a = a + a\n" * 40 + "assert len(a) > 0"  # 2**40 elements if nothing stops it
+    slow = "a = f(500000)\n" + "b = sorted(a + a + a + a) == sorted(a + a + a + a)\n" * 200 + "assert b"
+    assert servable("", [doubling]) is not None and servable("", [slow]) is not None
+    res = served.run(program, [AssertTest(doubling), AssertTest("assert f(2) == [7, 7]")])
+    assert res.judge == "server" and res.ok, res.infra_error
+    assert [(t.passed, t.error_type) for t in res.tests] == [(False, "MemoryError"), (True, None)]
+    res = served.run(program, [AssertTest(slow), AssertTest("assert f(2) == [7, 7]")])
+    assert res.judge == "server" and res.ok, res.infra_error
+    assert res.tests[0].passed is False and res.tests[0].timed_out, res.tests[0]
+    assert res.wall_time_s < 10 * served.config.timeout_s
+    res = served.run(program, [AssertTest("assert f(3) == [7, 7, 7]")])  # the worker is fine afterwards
+    assert res.all_passed and res.judge == "server"

@@ -40,7 +40,8 @@ from .zygote import ZygoteGone
 
 __all__ = ["run_served", "servable"]
 
-HELPER_EXIT_WAIT_S = 1.0  # how long a program process may take to die after the judge stopped
+HELPER_EXIT_WAIT_S = 1.0
+_WORKER_DIR = os.path.dirname(os.path.abspath(__file__))  # how long a program process may take to die after the judge stopped
 
 
 class _Stop(BaseException):
@@ -71,6 +72,8 @@ class InlineRecords:
             elif kind == "infra":
                 result.infra_error = str(data.get("error", "job process set-up failed"))[:4000]
             return
+        if kind == P.REC_RESULT and result.killed in ("timeout", "budget") and data.get("error_type") == "TimeoutError":
+            data = {**data, "timed_out": True}  # stopped at the deadline by _ServerBounds, as a killed judge is
         result.records.append((kind, index, bool(flag), when, data))
         if kind == P.REC_BEGIN:
             result.active = index
@@ -222,9 +225,11 @@ def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
         raise _Stop
 
     saved = sys.stdin, sys.stdout, sys.stderr
+    bounds = _ServerBounds(watch, int(spec.child.rlimits.get("address_space_bytes", 0)))
     try:
-        judge(payload, WatchedChannel(judge_fd, watch), records.emit, finish, stop,
-              setup_code=setup_code, modules=SAFE_MODULES)
+        with bounds:
+            judge(payload, WatchedChannel(judge_fd, watch), records.emit, finish, stop,
+                  setup_code=setup_code, modules=SAFE_MODULES)
     except _Stop:
         pass
     except Exception as exc:  # noqa: BLE001 - a failure of the judge itself is ours, not the program's
@@ -251,6 +256,64 @@ def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
     result.cpu_limit_s = float(spec.child.rlimits.get("cpu_s", 0))
     result.memory_limit_bytes = int(spec.child.rlimits.get("address_space_bytes", 0))
     return result
+
+
+class _ServerBounds:
+    """While the fork server judges: its memory and its own computing time are bounded as a judge
+    process's are (RLIMIT_AS, the phase deadline), so test code cannot exhaust the host through it.
+
+    :mod:`.purity` admits only test code whose work is bounded by the data involved, but the data can
+    come from the program (up to a channel message per call) and assignments can chain
+    (``a = a + a``). So during the judge's run the server's soft RLIMIT_AS is lowered to what it
+    uses now plus the job's memory limit (a bigger allocation raises ``MemoryError`` in the test,
+    which fails it, as in a judge process), and a timer checks the phase deadline every
+    ``TICK_S``: past it, the program process is killed and ``TimeoutError`` is raised in the test
+    code being run (never in the judge's own code, which enforces the deadline where it waits),
+    as when a judge process is killed at its deadline."""
+
+    TICK_S = 0.05
+
+    def __init__(self, watch: _Watch, memory_bytes: int) -> None:
+        self.watch, self.memory_bytes = watch, memory_bytes
+        self.saved_limit: tuple[int, int] | None = None
+        self.saved_handler: Any = None
+
+    def __enter__(self) -> _ServerBounds:
+        import resource
+        import signal
+
+        if self.memory_bytes > 0:
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            with open("/proc/self/statm") as statm:
+                in_use = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            cap = in_use + self.memory_bytes
+            if hard != resource.RLIM_INFINITY:
+                cap = min(cap, hard)
+            if soft == resource.RLIM_INFINITY or cap < soft:
+                resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+                self.saved_limit = (soft, hard)
+        self.saved_handler = signal.signal(signal.SIGALRM, self._tick)
+        signal.setitimer(signal.ITIMER_REAL, self.TICK_S, self.TICK_S)
+        return self
+
+    def _tick(self, _signum: int, frame: Any) -> None:
+        watch = self.watch
+        if time.monotonic() < watch.records.deadline or watch.result.active == "done":
+            return
+        if frame is not None and frame.f_code.co_filename.startswith(_WORKER_DIR):
+            return  # in the judge's own code (which waits with the deadline itself): raise in test code only
+        if watch.result.killed is None:
+            watch.supervisor._kill(watch.pid, watch.result, watch.records.expiry_reason())
+        raise TimeoutError("the test ran past its deadline")
+
+    def __exit__(self, *_exc: Any) -> None:
+        import resource
+        import signal
+
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.saved_handler if self.saved_handler is not None else signal.SIG_DFL)
+        if self.saved_limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, self.saved_limit)
 
 
 def _end(supervisor: Any, pid: int, result: RunResult) -> None:
