@@ -4,8 +4,19 @@ Requests are grouped by the policy that serves their agent (:meth:`Team.policy_k
 group is ONE left-padded ``generate`` call (attention mask, KV cache), never one sequence at a
 time. In a LoRA team all adapters share one base model, and by default (``mixed_adapters``)
 the whole team is one call: peft applies each row's own adapter (``adapter_names``).
-The raw logits of every step (``output_logits``) give the sampling log-probs of the
-generated tokens. Completions are cut after their first EOS.
+Completions are cut after their first EOS.
+
+Two things keep a call cheap when a trainer samples G completions of each prompt (GRPO groups):
+
+* **Prefix sharing** (``share_prompts``, default on): identical prompts of a call (same policy,
+  same adapter) are prefilled ONCE; their KV cache is then replicated to every copy
+  (``Cache.reorder_cache``) and ``generate`` continues from it, so a batch of T prompts x G
+  copies costs T prompt forwards instead of T x G. Sampling is unchanged: every row still draws
+  its own tokens from the same distribution in the same ``generate`` call.
+* **Streaming log-probs**: a logits processor placed before the sampling warpers keeps only the
+  current step's ``log_softmax(logits / temperature)`` and gathers the previous step's sampled
+  token from it, instead of keeping every step's full-vocabulary logits (``output_logits``:
+  rows x steps x vocabulary floats, 1.6 GB for 32 rows x 256 tokens x 49k vocabulary).
 """
 
 from __future__ import annotations
@@ -15,9 +26,50 @@ from collections.abc import Sequence
 
 import torch
 from transformers import GenerationConfig as HFGenerationConfig
+from transformers import LogitsProcessor, LogitsProcessorList
+from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from baselines.generation.types import GenerationConfig, GenOutput, GenRequest
 from baselines.policies.team import PolicyKey, Team
+
+#: the keyword of the KV cache in model forward / generate: ``cache`` since transformers 5.x,
+#: ``past_key_values`` before
+CACHE_KW = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+
+
+class SampledLogprobs(LogitsProcessor):
+    """Records ``log_softmax(raw logits / temperature)`` of each sampled token, one step behind.
+
+    Placed before the sampling warpers (``generate`` runs user processors first), it sees the
+    raw float32 logits of step t, keeps their log-softmax, and at step t+1 gathers the token
+    sampled at t (the last column of ``input_ids``). Only one (rows x vocabulary) tensor is
+    alive at a time. :meth:`logprobs` returns (rows x new tokens) for the generated ``new`` ids.
+    """
+
+    def __init__(self, temperature: float):
+        self.temperature = temperature
+        self._steps: list[torch.Tensor] = []
+        self._pending: torch.Tensor | None = None
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self._pending is not None:
+            self._steps.append(self._gather(input_ids[:, -1]))
+        self._pending = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        return scores
+
+    def _gather(self, tokens: torch.Tensor) -> torch.Tensor:
+        assert self._pending is not None
+        return self._pending.gather(-1, tokens.to(self._pending.device).unsqueeze(-1)).squeeze(-1)
+
+    def logprobs(self, new: torch.Tensor) -> torch.Tensor:
+        """(rows, n) log-probs of ``new`` (rows, n), the tokens ``generate`` returned."""
+        n = new.shape[1]
+        steps = self._steps[:n]  # generate may run (and undo) a step past the last token it returns
+        if len(steps) < n:
+            steps.append(self._gather(new[:, n - 1]))
+        if len(steps) != n:
+            raise RuntimeError(f"recorded {len(steps)} sampling steps for {n} generated tokens")
+        return torch.stack(steps, dim=1) if steps else new.new_zeros((new.shape[0], 0), dtype=torch.float32)
 
 
 class TransformersBackend:
@@ -33,6 +85,8 @@ class TransformersBackend:
             calls whose padded size (rows x (longest prompt + max_new_tokens)) stays within
             this factor of the real size; helps when prompt lengths vary a lot and attention
             dominates (long prompts, small models, CPU). None: one call per group.
+        share_prompts: prefill identical prompts of a call once and replicate their KV cache
+            (see the module docstring); False: every row is prefilled on its own.
     """
 
     def __init__(
@@ -43,6 +97,7 @@ class TransformersBackend:
         max_batch_size: int | None = None,
         mixed_adapters: bool = True,
         max_padding: float | None = None,
+        share_prompts: bool = True,
     ):
         if max_padding is not None and max_padding < 1:
             raise ValueError(f"max_padding must be >= 1, got {max_padding}")
@@ -51,6 +106,7 @@ class TransformersBackend:
         self.max_batch_size = max_batch_size
         self.mixed_adapters = mixed_adapters
         self.max_padding = max_padding
+        self.share_prompts = share_prompts
         self._calls = 0
 
     def sync_weights(self) -> None:
@@ -85,19 +141,28 @@ class TransformersBackend:
             if config.seed is not None:
                 torch.manual_seed(config.seed + call)
             for idx in groups.values():
-                for chunk in self._chunks(idx, [len(prompts[i]) for i in idx], config.max_new_tokens):
+                for chunk in self._chunks(idx, [prompts[i] for i in idx], config.max_new_tokens):
                     agents = [requests[i].agent for i in chunk]
                     results = self._generate_group(agents, [prompts[i] for i in chunk], config)
                     for i, out in zip(chunk, results):
                         outputs[i] = out
         return outputs  # type: ignore[return-value]
 
-    def _chunks(self, idx: list[int], lengths: list[int], new_tokens: int) -> list[list[int]]:
-        """Split one group into generate calls (max_batch_size; length buckets when max_padding is set)."""
+    def _chunks(self, idx: list[int], prompts: list[list[int]], new_tokens: int) -> list[list[int]]:
+        """Split one group into generate calls (max_batch_size; length buckets when max_padding is set).
+
+        When the group must be split, copies of one prompt are kept next to each other, so they
+        land in the same call and share their prefill."""
         cap = self.max_batch_size or max(len(idx), 1)
+        lengths = [len(p) for p in prompts]
         if self.max_padding is None:
+            if len(idx) > cap and self.share_prompts:
+                first: dict[tuple[int, ...], int] = {}
+                for j, p in enumerate(prompts):
+                    first.setdefault(tuple(p), j)
+                idx = [idx[j] for j in sorted(range(len(idx)), key=lambda j: first[tuple(prompts[j])])]
             return [idx[s : s + cap] for s in range(0, len(idx), cap)]
-        order = sorted(range(len(idx)), key=lambda j: lengths[j])
+        order = sorted(range(len(idx)), key=lambda j: (lengths[j], prompts[j]))
         chunks: list[list[int]] = []
         chunk: list[int] = []
         real = 0
@@ -109,6 +174,40 @@ class TransformersBackend:
             chunk.append(idx[j])
             real += size
         return [*chunks, chunk] if chunk else chunks
+
+    def _shared_prefill(
+        self,
+        model: torch.nn.Module,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        adapters: list,
+        device: torch.device,
+    ) -> object | None:
+        """The KV cache of every row's prompt but its last token, computed once per distinct
+        (adapter, prompt) and replicated to its copies; None when no prompt repeats (nothing to share)."""
+        first: dict[tuple, int] = {}
+        rows: list[int] = []  # the first row of each distinct prompt
+        index: list[int] = []  # row -> its distinct prompt
+        for i, (a, row) in enumerate(zip(adapters, ids.tolist())):
+            if (a, *row) not in first:
+                first[(a, *row)] = len(rows)
+                rows.append(i)
+            index.append(first[(a, *row)])
+        if len(rows) == len(index) or ids.shape[1] < 2:
+            return None
+        sub_mask = mask[rows, :-1]
+        if not bool(sub_mask.any(dim=1).all()):
+            return None  # a one-token prompt: nothing to prefill before its last token
+        position_ids = (sub_mask.cumsum(-1) - 1).clamp(min=0)  # what generate derives from the mask
+        sub_adapters = [adapters[r] for r in rows]
+        extra = {"adapter_names": sub_adapters} if len(set(sub_adapters)) > 1 else {}
+        out = model(
+            input_ids=ids[rows, :-1].to(device), attention_mask=sub_mask.to(device),
+            position_ids=position_ids.to(device), use_cache=True, logits_to_keep=1, **extra,
+        )  # fmt: skip
+        cache = out[CACHE_KW]
+        cache.reorder_cache(torch.tensor(index, device=device))
+        return cache
 
     def _cuda_devices(self) -> list[int]:
         devs = {self.team.device(a) for a in self.team.agents}
@@ -143,15 +242,17 @@ class TransformersBackend:
             bos_token_id=tok.bos_token_id,
             use_cache=True,
             return_dict_in_generate=True,
-            output_logits=True,
         )
+        recorder = SampledLogprobs(config.scoring_temperature)
         with self.team.generating(agent) as model:
+            cache = self._shared_prefill(model, ids, mask, adapters, device) if self.share_prompts else None
             out = model.generate(
-                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config, **extra
-            )
+                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config,
+                logits_processor=LogitsProcessorList([recorder]), **extra,
+                **({CACHE_KW: cache} if cache is not None else {}),
+            )  # fmt: skip
         new = out.sequences[:, width:]
-        logits = torch.stack(out.logits, dim=1).float() / config.scoring_temperature
-        logp = torch.log_softmax(logits, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        logp = recorder.logprobs(new)
         eos = torch.tensor(eos_ids, device=new.device)
         results = []
         for i, a in enumerate(agents):

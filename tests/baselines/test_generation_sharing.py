@@ -1,0 +1,122 @@
+"""Prefix sharing and streaming log-probs of TransformersBackend, on tiny real models.
+
+Copies of one prompt (a GRPO group) are prefilled once and their KV cache replicated; these
+tests check that this changes nothing but the work done: same tokens, same log-probs, the
+same seeded samples, and no prompt forward over the duplicated rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
+from baselines.generation.transformers_backend import SampledLogprobs
+from baselines.policies import Team, TeamConfig
+from tests.baselines.conftest import chat
+from tests.baselines.test_generation import AGENTS, USERS, assert_logprobs_recomputed
+
+
+def grouped_requests(group: int) -> list[GenRequest]:
+    """Each prompt ``group`` times in a row (how the trainer asks), both agents."""
+    return [
+        GenRequest(AGENTS[i % 2], chat(u, AGENTS[i % 2])) for i, u in enumerate(USERS) for _ in range(group)
+    ]
+
+
+def record_forwards(team: Team) -> list[tuple[int, int]]:
+    """(rows, tokens) of every forward through the team's model, from a hook on its embedding."""
+    shapes: list[tuple[int, int]] = []
+    embed = team.model("speaker").get_input_embeddings()
+    embed.register_forward_hook(lambda _m, args, _out: shapes.append(tuple(args[0].shape)))
+    return shapes
+
+
+@pytest.mark.parametrize(("mode", "model"), [("shared", "word"), ("lora", "windowed")])
+def test_shared_prefill_changes_nothing_but_the_work(tiny_paths, mode, model):
+    team = Team.from_config(TeamConfig(mode=mode, model=tiny_paths[model]), AGENTS)
+    # LoRA: the two agents' adapters differ, so the same text is a different policy (no sharing between them)
+    if mode == "lora":
+        with torch.no_grad():
+            for n, p in team.trainable_parameters("listener").items():
+                if "lora_B" in n:
+                    p.normal_(0, 0.3)
+    reqs = grouped_requests(3) + [GenRequest("listener", chat(USERS[0], "speaker"))]
+    # shared model: the listener's copy of the speaker prompt shares its prefill too
+    distinct = 5 if mode == "lora" else 4
+    shapes = record_forwards(team)
+    for cfg in (
+        GenerationConfig(max_new_tokens=8, temperature=0),
+        GenerationConfig(max_new_tokens=8, seed=3),
+    ):
+        shapes.clear()
+        shared = TransformersBackend(team, cfg).generate(reqs)
+        shared_shapes = list(shapes)
+        shapes.clear()
+        alone = TransformersBackend(team, cfg, share_prompts=False).generate(reqs)
+        assert [o.completion_ids for o in shared] == [o.completion_ids for o in alone]
+        for s, a in zip(shared, alone):
+            assert s.finish_reason == a.finish_reason and s.text == a.text and s.prompt_ids == a.prompt_ids
+            np.testing.assert_allclose(s.logprobs, a.logprobs, atol=1e-4)
+        assert_logprobs_recomputed(team, shared, cfg.scoring_temperature)
+        # shared: one prompt forward over the distinct (adapter, prompt) rows, then one-token steps over
+        # all 13 rows; unshared: the prompt forward covers all 13 rows
+        width = max(len(o.prompt_ids) for o in shared)
+        assert shared_shapes[0] == (distinct, width - 1)
+        assert all(s == (13, 1) for s in shared_shapes[1:]) and len(shared_shapes) > 1
+        assert shapes[0] == (13, width)
+
+
+def test_sampled_copies_differ_and_groups_stay_together(tiny_paths):
+    """Copies share their prefill, not their samples; a split group keeps copies in one call."""
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
+    reqs = grouped_requests(4)
+    outs = TransformersBackend(team, GenerationConfig(max_new_tokens=10, seed=0)).generate(reqs)
+    groups = [{tuple(o.completion_ids) for o in outs[g * 4 : g * 4 + 4]} for g in range(len(USERS))]
+    assert all(len(g) > 1 for g in groups)  # G independent samples, not one sample copied G times
+    shapes = record_forwards(team)
+    interleaved = [reqs[g * 4 + k] for k in range(4) for g in range(len(USERS))]  # copies scattered
+    capped = TransformersBackend(team, GenerationConfig(max_new_tokens=2, seed=0), max_batch_size=8)
+    out = capped.generate(interleaved)
+    assert [o.prompt_ids for o in out] == [capped.prompt_ids(r) for r in interleaved]
+    prefill = [s for s in shapes if s[1] > 1]
+    assert [s[0] for s in prefill] == [2, 2]  # two calls of 2 prompts x 4 copies, each prefilled once
+
+
+def test_streamed_logprobs_when_every_row_stops_early(tiny_paths):
+    """Rows that all stop before max_new_tokens (generate ends early) keep exact log-probs."""
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
+    tok = team.tokenizer("speaker")
+    prompt = team.encode_prompt("speaker", chat(USERS[0]))
+    target = tok(" cat", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    opt = torch.optim.Adam(team.trainable_parameters("speaker").values(), lr=3e-2)
+    for _ in range(25):
+        opt.zero_grad()
+        logps, _ = team.sequence_logprobs("speaker", [prompt], [target])
+        (-logps[0].sum()).backward()
+        opt.step()
+    outs = TransformersBackend(team, GenerationConfig(max_new_tokens=12, temperature=0)).generate(
+        [GenRequest("speaker", prompt_ids=prompt)] * 3
+    )
+    assert all(o.completion_ids == target and o.finish_reason == "stop" for o in outs)
+    assert_logprobs_recomputed(team, outs, 1.0)
+
+
+def test_sampled_logprobs_recorder():
+    """The recorder on hand-made logits: one step behind, and it refuses a step count it did not see."""
+    rec = SampledLogprobs(temperature=2.0)
+    logits = [
+        torch.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]]),
+        torch.tensor([[1.0, 1.0, 1.0], [0.0, 0.0, 4.0]]),
+    ]
+    new = torch.tensor([[2, 0], [0, 2]])
+    ids = torch.tensor([[7], [7]])
+    assert rec(ids, logits[0]) is logits[0]
+    rec(torch.cat([ids, new[:, :1]], dim=1), logits[1])
+    expected = torch.stack(
+        [torch.log_softmax(logits[t] / 2.0, -1).gather(-1, new[:, t : t + 1]).squeeze(-1) for t in range(2)],
+        1,
+    )
+    torch.testing.assert_close(rec.logprobs(new), expected)
+    with pytest.raises(RuntimeError, match="recorded"):
+        rec.logprobs(torch.tensor([[2, 0, 1, 1], [0, 2, 1, 1]]))
