@@ -9,10 +9,14 @@ Completions are cut after their first EOS.
 Two things keep a call cheap when a trainer samples G completions of each prompt (GRPO groups):
 
 * **Prefix sharing** (``share_prompts``, default on): identical prompts of a call (same policy,
-  same adapter) are prefilled ONCE; their KV cache is then replicated to every copy
-  (``Cache.reorder_cache``) and ``generate`` continues from it, so a batch of T prompts x G
-  copies costs T prompt forwards instead of T x G. Sampling is unchanged: every row still draws
-  its own tokens from the same distribution in the same ``generate`` call.
+  same adapter) are prefilled ONCE; their KV cache is then replicated to every copy and
+  ``generate`` continues from it, so a batch of T prompts x G copies costs T prompt forwards
+  instead of T x G. Sampling is unchanged: every row still draws its own tokens from the same
+  distribution in the same ``generate`` call.
+* **Length-bucketed prefill** (``prefill_padding``, default 1.25): the distinct prompts are
+  prefilled in buckets of similar length and their caches left-padded to the call's width, so
+  a short prompt is not processed padded to the longest one (see :mod:`baselines.generation.prefill`);
+  decoding stays one ``generate`` call for all rows.
 * **Streaming log-probs**: a logits processor placed before the sampling warpers keeps only the
   current step's ``log_softmax(logits / temperature)`` and gathers the previous step's sampled
   token from it, instead of keeping every step's full-vocabulary logits (``output_logits``:
@@ -27,14 +31,10 @@ from collections.abc import Sequence
 import torch
 from transformers import GenerationConfig as HFGenerationConfig
 from transformers import LogitsProcessor, LogitsProcessorList
-from transformers.modeling_outputs import CausalLMOutputWithPast
 
+from baselines.generation.prefill import CACHE_KW, length_buckets, prefill_cache
 from baselines.generation.types import GenerationConfig, GenOutput, GenRequest
 from baselines.policies.team import PolicyKey, Team
-
-#: the keyword of the KV cache in model forward / generate: ``cache`` since transformers 5.x,
-#: ``past_key_values`` before
-CACHE_KW = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
 class SampledLogprobs(LogitsProcessor):
@@ -87,6 +87,8 @@ class TransformersBackend:
             dominates (long prompts, small models, CPU). None: one call per group.
         share_prompts: prefill identical prompts of a call once and replicate their KV cache
             (see the module docstring); False: every row is prefilled on its own.
+        prefill_padding: prefill the distinct prompts of a call in length buckets whose padded
+            size stays within this factor of the real size (None: one padded prefill).
     """
 
     def __init__(
@@ -98,15 +100,18 @@ class TransformersBackend:
         mixed_adapters: bool = True,
         max_padding: float | None = None,
         share_prompts: bool = True,
+        prefill_padding: float | None = 1.25,
     ):
-        if max_padding is not None and max_padding < 1:
-            raise ValueError(f"max_padding must be >= 1, got {max_padding}")
+        for name, factor in (("max_padding", max_padding), ("prefill_padding", prefill_padding)):
+            if factor is not None and factor < 1:
+                raise ValueError(f"{name} must be >= 1, got {factor}")
         self.team = team
         self.config = config or GenerationConfig()
         self.max_batch_size = max_batch_size
         self.mixed_adapters = mixed_adapters
         self.max_padding = max_padding
         self.share_prompts = share_prompts
+        self.prefill_padding = prefill_padding
         self._calls = 0
 
     def sync_weights(self) -> None:
@@ -163,51 +168,9 @@ class TransformersBackend:
                 idx = [idx[j] for j in sorted(range(len(idx)), key=lambda j: first[tuple(prompts[j])])]
             return [idx[s : s + cap] for s in range(0, len(idx), cap)]
         order = sorted(range(len(idx)), key=lambda j: (lengths[j], prompts[j]))
-        chunks: list[list[int]] = []
-        chunk: list[int] = []
-        real = 0
-        for j in order:
-            size = lengths[j] + new_tokens  # the longest so far: rows are sorted by length
-            if chunk and (len(chunk) >= cap or (len(chunk) + 1) * size > self.max_padding * (real + size)):
-                chunks.append(chunk)
-                chunk, real = [], 0
-            chunk.append(idx[j])
-            real += size
-        return [*chunks, chunk] if chunk else chunks
-
-    def _shared_prefill(
-        self,
-        model: torch.nn.Module,
-        ids: torch.Tensor,
-        mask: torch.Tensor,
-        adapters: list,
-        device: torch.device,
-    ) -> object | None:
-        """The KV cache of every row's prompt but its last token, computed once per distinct
-        (adapter, prompt) and replicated to its copies; None when no prompt repeats (nothing to share)."""
-        first: dict[tuple, int] = {}
-        rows: list[int] = []  # the first row of each distinct prompt
-        index: list[int] = []  # row -> its distinct prompt
-        for i, (a, row) in enumerate(zip(adapters, ids.tolist())):
-            if (a, *row) not in first:
-                first[(a, *row)] = len(rows)
-                rows.append(i)
-            index.append(first[(a, *row)])
-        if len(rows) == len(index) or ids.shape[1] < 2:
-            return None
-        sub_mask = mask[rows, :-1]
-        if not bool(sub_mask.any(dim=1).all()):
-            return None  # a one-token prompt: nothing to prefill before its last token
-        position_ids = (sub_mask.cumsum(-1) - 1).clamp(min=0)  # what generate derives from the mask
-        sub_adapters = [adapters[r] for r in rows]
-        extra = {"adapter_names": sub_adapters} if len(set(sub_adapters)) > 1 else {}
-        out = model(
-            input_ids=ids[rows, :-1].to(device), attention_mask=sub_mask.to(device),
-            position_ids=position_ids.to(device), use_cache=True, logits_to_keep=1, **extra,
-        )  # fmt: skip
-        cache = out[CACHE_KW]
-        cache.reorder_cache(torch.tensor(index, device=device))
-        return cache
+        return [
+            [idx[j] for j in b] for b in length_buckets(order, lengths, self.max_padding, cap, new_tokens)
+        ]
 
     def _cuda_devices(self) -> list[int]:
         devs = {self.team.device(a) for a in self.team.agents}
@@ -245,7 +208,9 @@ class TransformersBackend:
         )
         recorder = SampledLogprobs(config.scoring_temperature)
         with self.team.generating(agent) as model:
-            cache = self._shared_prefill(model, ids, mask, adapters, device) if self.share_prompts else None
+            cache = prefill_cache(
+                model, ids, mask, adapters, device, share=self.share_prompts, max_padding=self.prefill_padding
+            )
             out = model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config,
                 logits_processor=LogitsProcessorList([recorder]), **extra,

@@ -50,10 +50,10 @@ def test_shared_prefill_changes_nothing_but_the_work(tiny_paths, mode, model):
         GenerationConfig(max_new_tokens=8, seed=3),
     ):
         shapes.clear()
-        shared = TransformersBackend(team, cfg).generate(reqs)
+        shared = TransformersBackend(team, cfg, prefill_padding=None).generate(reqs)
         shared_shapes = list(shapes)
         shapes.clear()
-        alone = TransformersBackend(team, cfg, share_prompts=False).generate(reqs)
+        alone = TransformersBackend(team, cfg, share_prompts=False, prefill_padding=None).generate(reqs)
         assert [o.completion_ids for o in shared] == [o.completion_ids for o in alone]
         for s, a in zip(shared, alone):
             assert s.finish_reason == a.finish_reason and s.text == a.text and s.prompt_ids == a.prompt_ids
@@ -76,11 +76,48 @@ def test_sampled_copies_differ_and_groups_stay_together(tiny_paths):
     assert all(len(g) > 1 for g in groups)  # G independent samples, not one sample copied G times
     shapes = record_forwards(team)
     interleaved = [reqs[g * 4 + k] for k in range(4) for g in range(len(USERS))]  # copies scattered
-    capped = TransformersBackend(team, GenerationConfig(max_new_tokens=2, seed=0), max_batch_size=8)
+    capped = TransformersBackend(
+        team, GenerationConfig(max_new_tokens=2, seed=0), max_batch_size=8, prefill_padding=None
+    )
     out = capped.generate(interleaved)
     assert [o.prompt_ids for o in out] == [capped.prompt_ids(r) for r in interleaved]
     prefill = [s for s in shapes if s[1] > 1]
     assert [s[0] for s in prefill] == [2, 2]  # two calls of 2 prompts x 4 copies, each prefilled once
+
+
+@pytest.mark.parametrize(("model", "share"), [("word", True), ("bpe", False), ("windowed", True)])
+def test_length_bucketed_prefill(tiny_paths, model, share):
+    """Uneven prompts are prefilled in buckets of similar length (caches left-padded to the batch
+    width), decoded in one generate call, with the tokens and log-probs of the plain padded path.
+    A sliding-window cache cannot be padded: it falls back to one padded prefill."""
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths[model]), AGENTS)
+    long = GenRequest("speaker", chat("candidates: " + "apple boat " * 30))
+    reqs = grouped_requests(2 if share else 1) + [long]
+    shapes = record_forwards(team)
+    for cfg in (
+        GenerationConfig(max_new_tokens=6, temperature=0),
+        GenerationConfig(max_new_tokens=6, seed=4),
+    ):
+        shapes.clear()
+        bucketed = TransformersBackend(team, cfg, share_prompts=share, prefill_padding=1.2).generate(reqs)
+        prefill = [s for s in shapes if s[1] > 1]
+        shapes.clear()
+        plain = TransformersBackend(team, cfg, share_prompts=False, prefill_padding=None).generate(reqs)
+        assert [o.completion_ids for o in bucketed] == [o.completion_ids for o in plain]
+        for b, p in zip(bucketed, plain):
+            np.testing.assert_allclose(b.logprobs, p.logprobs, atol=1e-4)
+        assert_logprobs_recomputed(team, bucketed, cfg.scoring_temperature)
+        width = max(len(o.prompt_ids) for o in plain)
+        assert shapes[0] == (len(reqs), width)  # the plain path: generate prefills every padded row
+        n_distinct = len(USERS) + 1
+        if model == "windowed":
+            assert prefill[-1] == (
+                n_distinct,
+                width - 1,
+            )  # fell back to one padded prefill of the distinct prompts
+        else:
+            assert len(prefill) > 1 and sum(r for r, _ in prefill) == n_distinct
+            assert max(w for _, w in prefill) == width - 1 and min(w for _, w in prefill) < width // 2
 
 
 def test_streamed_logprobs_when_every_row_stops_early(tiny_paths):
