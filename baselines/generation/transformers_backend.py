@@ -89,6 +89,8 @@ class TransformersBackend:
             (see the module docstring); False: every row is prefilled on its own.
         prefill_padding: prefill the distinct prompts of a call in length buckets whose padded
             size stays within this factor of the real size (None: one padded prefill).
+        decode_segment: decode in ``generate`` calls of this many tokens, dropping the rows that
+            stopped between them (None: one call up to ``max_new_tokens``).
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class TransformersBackend:
         max_padding: float | None = None,
         share_prompts: bool = True,
         prefill_padding: float | None = 1.25,
+        decode_segment: int | None = 32,
     ):
         for name, factor in (("max_padding", max_padding), ("prefill_padding", prefill_padding)):
             if factor is not None and factor < 1:
@@ -112,6 +115,9 @@ class TransformersBackend:
         self.max_padding = max_padding
         self.share_prompts = share_prompts
         self.prefill_padding = prefill_padding
+        if decode_segment is not None and decode_segment < 1:
+            raise ValueError(f"decode_segment must be >= 1, got {decode_segment}")
+        self.decode_segment = decode_segment
         self._calls = 0
 
     def sync_weights(self) -> None:
@@ -193,8 +199,7 @@ class TransformersBackend:
         for i, p in enumerate(prompts):
             ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
             mask[i, width - len(p) :] = 1
-        hf_config = HFGenerationConfig(
-            max_new_tokens=config.max_new_tokens,
+        hf_config = dict(
             do_sample=not config.greedy,
             temperature=config.temperature if not config.greedy else None,
             top_p=config.top_p if not config.greedy else None,
@@ -206,34 +211,82 @@ class TransformersBackend:
             use_cache=True,
             return_dict_in_generate=True,
         )
-        recorder = SampledLogprobs(config.scoring_temperature)
         with self.team.generating(agent) as model:
             cache = prefill_cache(
                 model, ids, mask, adapters, device, share=self.share_prompts, max_padding=self.prefill_padding
             )
-            out = model.generate(
-                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config,
-                logits_processor=LogitsProcessorList([recorder]), **extra,
-                **({CACHE_KW: cache} if cache is not None else {}),
-            )  # fmt: skip
-        new = out.sequences[:, width:]
-        logp = recorder.logprobs(new)
-        eos = torch.tensor(eos_ids, device=new.device)
+            completions, logps, stopped = self._decode(
+                model, ids, mask, cache, extra, config, hf_config, device
+            )
         results = []
         for i, a in enumerate(agents):
-            row = new[i].tolist()
-            stops = torch.isin(new[i], eos).nonzero()
-            n = int(stops[0]) + 1 if len(stops) else len(row)
-            completion = row[:n]
             results.append(
                 GenOutput(
                     agent=a,
                     prompt_ids=prompts[i],
-                    completion_ids=completion,
-                    logprobs=logp[i, :n].tolist(),
-                    text=tok.decode(completion, skip_special_tokens=True),
-                    finish_reason="stop" if len(stops) else "length",
+                    completion_ids=completions[i],
+                    logprobs=logps[i],
+                    text=tok.decode(completions[i], skip_special_tokens=True),
+                    finish_reason="stop" if stopped[i] else "length",
                     policy=str(keys[i]),
                 )
             )
         return results
+
+    def _decode(
+        self,
+        model: torch.nn.Module,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        cache: object | None,
+        extra: dict,
+        config: GenerationConfig,
+        hf_config: dict,
+        device: torch.device,
+    ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+        """Every row's completion (cut after its first EOS), its log-probs and whether it stopped.
+
+        One ``generate`` call per ``decode_segment`` tokens, each continuing from the previous
+        one's KV cache; rows that stopped are dropped from the batch between segments, so the
+        batch does not keep decoding finished rows until the longest one ends."""
+        eos = set(hf_config["eos_token_id"])
+        rows = list(range(ids.shape[0]))  # the original row of every row still decoding
+        completions: list[list[int]] = [[] for _ in rows]
+        logps: list[list[float]] = [[] for _ in rows]
+        stopped = [False for _ in rows]
+        left = config.max_new_tokens
+        while True:
+            n = min(self.decode_segment or left, left)
+            recorder = SampledLogprobs(config.scoring_temperature)
+            names = {"adapter_names": [extra["adapter_names"][r] for r in rows]} if extra else {}
+            out = model.generate(
+                input_ids=ids.to(device), attention_mask=mask.to(device),
+                generation_config=HFGenerationConfig(max_new_tokens=n, **hf_config),
+                logits_processor=LogitsProcessorList([recorder]), **names,
+                **({CACHE_KW: cache} if cache is not None else {}),
+            )  # fmt: skip
+            new = out.sequences[:, ids.shape[1] :]
+            lp = recorder.logprobs(new).tolist()
+            keep = []
+            for k, (r, row) in enumerate(zip(rows, new.tolist())):
+                stop = next((j for j, t in enumerate(row) if t in eos), None)
+                cut = len(row) if stop is None else stop + 1
+                completions[r] += row[:cut]
+                logps[r] += lp[k][:cut]
+                stopped[r] = stop is not None
+                if stop is None:
+                    keep.append(k)
+            left -= new.shape[1]
+            if not keep or left <= 0:
+                return completions, logps, stopped
+            cache = out.get(CACHE_KW)
+            if cache is None or cache.get_seq_length() != out.sequences.shape[1] - 1:
+                cache = None  # not a cache we can continue from: generate prefills the kept rows again
+            mask = torch.cat([mask.to(new.device), torch.ones_like(new)], dim=1)
+            ids = out.sequences
+            if len(keep) < len(rows):
+                index = torch.tensor(keep, device=new.device)
+                ids, mask = ids[index], mask[index]
+                if cache is not None:
+                    cache.batch_select_indices(index)
+                rows = [rows[k] for k in keep]

@@ -120,23 +120,45 @@ def test_length_bucketed_prefill(tiny_paths, model, share):
             assert max(w for _, w in prefill) == width - 1 and min(w for _, w in prefill) < width // 2
 
 
-def test_streamed_logprobs_when_every_row_stops_early(tiny_paths):
-    """Rows that all stop before max_new_tokens (generate ends early) keep exact log-probs."""
+def test_stopped_rows_leave_the_batch(tiny_paths):
+    """Decoding in segments drops the rows that stopped; completions, log-probs and stop reasons are
+    those of one unsegmented call, also when every row stops early (generate ends before the cap)."""
     team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     tok = team.tokenizer("speaker")
-    prompt = team.encode_prompt("speaker", chat(USERS[0]))
-    target = tok(" cat", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    prompts = [team.encode_prompt("speaker", chat(u)) for u in USERS[:2]]
+    cat = tok(" cat", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    targets = [cat, tok(" egg" * 5, add_special_tokens=False)["input_ids"]]
     opt = torch.optim.Adam(team.trainable_parameters("speaker").values(), lr=3e-2)
     for _ in range(25):
         opt.zero_grad()
-        logps, _ = team.sequence_logprobs("speaker", [prompt], [target])
-        (-logps[0].sum()).backward()
+        logps, _ = team.sequence_logprobs("speaker", prompts, targets)
+        (-sum(lp.sum() for lp in logps)).backward()
         opt.step()
-    outs = TransformersBackend(team, GenerationConfig(max_new_tokens=12, temperature=0)).generate(
-        [GenRequest("speaker", prompt_ids=prompt)] * 3
-    )
-    assert all(o.completion_ids == target and o.finish_reason == "stop" for o in outs)
-    assert_logprobs_recomputed(team, outs, 1.0)
+    reqs = [GenRequest("speaker", prompt_ids=p) for p in (prompts[0], prompts[0], prompts[1])]
+    greedy = GenerationConfig(max_new_tokens=7, temperature=0)
+    shapes = record_forwards(team)
+    segmented = TransformersBackend(team, greedy, decode_segment=2).generate(reqs)
+    seen = list(shapes)
+    steps = [rows for rows, tokens in seen if tokens == 1]
+    one_call = TransformersBackend(team, greedy, decode_segment=None).generate(reqs)
+    assert [o.completion_ids for o in segmented] == [o.completion_ids for o in one_call]
+    assert segmented[0].completion_ids == cat and segmented[0].finish_reason == "stop"
+    assert len(segmented[2].completion_ids) == 7 and segmented[2].finish_reason == "length"
+    for s, o in zip(segmented, one_call):
+        np.testing.assert_allclose(s.logprobs, o.logprobs, atol=1e-4)
+    assert_logprobs_recomputed(team, segmented, 1.0)
+    # segment 1: two one-token steps on 3 rows; the two stopped rows leave: 5 more steps on 1 row
+    assert steps == [3, 3, 1, 1, 1, 1, 1] and len(seen) == len(steps) + 1  # + the shared prefill
+    early = TransformersBackend(team, greedy, decode_segment=2).generate(reqs[:2])
+    assert all(o.completion_ids == cat and o.finish_reason == "stop" for o in early)
+    assert_logprobs_recomputed(team, early, 1.0)
+    sampled = GenerationConfig(max_new_tokens=9, seed=2)
+    a = TransformersBackend(team, sampled, decode_segment=3).generate(grouped_requests(2))
+    b = TransformersBackend(team, sampled, decode_segment=3).generate(grouped_requests(2))
+    assert [o.completion_ids for o in a] == [o.completion_ids for o in b]
+    assert_logprobs_recomputed(team, a, 1.0)
+    with pytest.raises(ValueError, match="decode_segment"):
+        TransformersBackend(team, greedy, decode_segment=0)
 
 
 def test_sampled_logprobs_recorder():
@@ -157,3 +179,15 @@ def test_sampled_logprobs_recorder():
     torch.testing.assert_close(rec.logprobs(new), expected)
     with pytest.raises(RuntimeError, match="recorded"):
         rec.logprobs(torch.tensor([[2, 0, 1, 1], [0, 2, 1, 1]]))
+
+
+@pytest.mark.parametrize("mode", ["shared", "lora"])
+def test_segmented_decoding_on_a_sliding_window_model(tiny_paths, mode):
+    """Segments continue from a sliding-window cache (LoRA: each row keeps its adapter across segments)."""
+    team = Team.from_config(TeamConfig(mode=mode, model=tiny_paths["windowed"]), AGENTS)
+    cfg = GenerationConfig(max_new_tokens=9, temperature=0)
+    reqs = grouped_requests(2)
+    segmented = TransformersBackend(team, cfg, decode_segment=4).generate(reqs)
+    one_call = TransformersBackend(team, cfg, decode_segment=None).generate(reqs)
+    assert [o.completion_ids for o in segmented] == [o.completion_ids for o in one_call]
+    assert_logprobs_recomputed(team, segmented, 1.0)
