@@ -12,9 +12,10 @@ with random play; ``--env`` adds or replaces tasks, cycled episode by episode). 
 sampling settings generate, after a short warm-up:
 
 1. with :class:`TransformersBackend`, as the trainer calls it (one left-padded ``generate`` per
-   policy, prefix sharing of the G copies, log-probs);
+   policy, prefix sharing of the G copies, bucketed prefill, segmented decoding, log-probs);
 2. with ONE plain ``model.generate`` over the same left-padded batch, seeded like the backend's
-   call, so both draw the same tokens (no log-probs, no sharing) -- the figure the backend must
+   call (no log-probs, no sharing): both draw the same tokens until the backend drops a stopped
+   row between decoding segments, the same distribution after -- the figure the backend must
    keep up with (goal >= 0.9x);
 3. one request at a time, each alone through plain ``model.generate`` with the same settings
    (how a per-prompt trainer such as the MAGRPO authors' code samples; ``--sequential-requests``
