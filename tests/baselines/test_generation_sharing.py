@@ -187,7 +187,11 @@ def test_segmented_decoding_on_a_sliding_window_model(tiny_paths, mode):
     team = Team.from_config(TeamConfig(mode=mode, model=tiny_paths["windowed"]), AGENTS)
     cfg = GenerationConfig(max_new_tokens=9, temperature=0)
     reqs = grouped_requests(2)
+    shapes = record_forwards(team)
     segmented = TransformersBackend(team, cfg, decode_segment=4).generate(reqs)
+    assert all(
+        tokens == 1 for _, tokens in shapes[1:]
+    )  # later segments continue from the cache: no re-prefill
     one_call = TransformersBackend(team, cfg, decode_segment=None).generate(reqs)
     assert [o.completion_ids for o in segmented] == [o.completion_ids for o in one_call]
     assert_logprobs_recomputed(team, segmented, 1.0)
