@@ -206,7 +206,8 @@ def run(cfg: BenchConfig) -> dict[str, float]:
         f"padded batch {len(requests)} x {max(lens)} = {sum(len(p) for p in prompts) / (len(prompts) * max(lens)):.0%} "
         f"real tokens; prefix sharing {'on' if cfg.share_prompts else 'off'}"
     )
-    backend.generate(requests[:2], GenerationConfig(max_new_tokens=2, seed=cfg.seed))  # warm-up
+    # warm-up on the whole batch (a few tokens): the first large call also grows the allocator's pools
+    backend.generate(requests, GenerationConfig(max_new_tokens=2, seed=cfg.seed))
     every = -(-len(requests) // cfg.sequential_requests) if cfg.sequential_requests else 1
     seq = list(range(0, len(requests), every))  # evenly spread, so prompt lengths are representative
     vs_plain, vs_seq = [], []
