@@ -1,26 +1,37 @@
-"""Rollout throughput: batched generation vs one sequence at a time, on real environment prompts.
+"""Rollout throughput: the trainer's batched generation vs plain ``generate`` and vs one sequence at a time.
 
     python -m baselines.bench.rollout                       # tiny model, CPU
     python -m baselines.bench.rollout --device cuda --shape qwen2.5-0.5b --dtype bf16
-    python -m baselines.bench.rollout --model smollm2-135m-instruct --env code/helper_main_v0 --requests 8
+    python -m baselines.bench.rollout --model smollm2-135m-instruct --env code/helper_main_v0 \\
+        --tasks 2 --group 4 --max-new-tokens 128
 
-Prompts are the chat observations agents actually get in ``toy/signal_game_v0`` (speaker and
-listener turns of seeded episodes; ``--env`` adds other registered tasks). The same team and
-sampling settings generate completions twice: once with :class:`TransformersBackend`
-(one left-padded ``generate`` per policy, here one call for all requests) and once in a loop
-of one request per ``generate`` call, which is how a per-prompt trainer (e.g. the MAGRPO
-authors' code) samples. Both are timed after a warm-up; the figure is generated tokens per
-second, and the last line is the ratio batched / one-at-a-time (goal >= 10x).
+The workload is what the trainer samples in a step: ``--tasks`` T distinct prompts, each asked
+``--group`` G times in a row (a GRPO group), ``--max-new-tokens`` per completion. The prompts are
+the chat observations agents actually get in ``toy/signal_game_v0`` (turns of seeded episodes
+with random play; ``--env`` adds or replaces tasks, cycled episode by episode). The same team and
+sampling settings generate, after a short warm-up:
 
-``--model`` (a preset such as ``smollm2-135m-instruct``, a local folder or hub id) runs a real
-pretrained model instead of a built one, and adds a third reference: plain ``model.generate`` on
-the same left-padded batch with the same sampling settings (the trainer's backend adds
-log-probs and bookkeeping on top; goal >= 0.9x of plain).
+1. with :class:`TransformersBackend`, as the trainer calls it (one left-padded ``generate`` per
+   policy, prefix sharing of the G copies, bucketed prefill, segmented decoding, log-probs);
+2. with ONE plain ``model.generate`` over the same left-padded batch, seeded like the backend's
+   call (no log-probs, no sharing): both draw the same tokens until the backend drops a stopped
+   row between decoding segments, the same distribution after -- the figure the backend must
+   keep up with (goal >= 0.9x);
+3. one request at a time, each alone through plain ``model.generate`` with the same settings
+   (how a per-prompt trainer such as the MAGRPO authors' code samples; ``--sequential-requests``
+   N evenly spread requests; goal >= 3x on a CPU with a real model, >= 10x with the tiny one).
+
+Figures are generated tokens per second (up to and including EOS). ``--rounds R`` repeats the
+three measurements R times, interleaved, so a load change on a shared machine hits all three;
+the ratios are printed per round and as medians. ``--model`` (a preset such as
+``smollm2-135m-instruct``, a local folder or hub id) runs a real pretrained model instead of a
+built one. ``--no-share-prompts`` turns the backend's prefix sharing off (to measure what it buys).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -38,8 +49,9 @@ from llm_marl_envs import registry
 
 @dataclass
 class BenchConfig:
-    n_requests: int = 64
-    max_new_tokens: int = 32
+    tasks: int = 8
+    group: int = 8
+    max_new_tokens: int = 128
     temperature: float = 1.0
     device: str = "cpu"
     dtype: str = "float32"
@@ -50,13 +62,26 @@ class BenchConfig:
     seed: int = 0
     threads: int | None = 1
     max_padding: float | None = None
+    share_prompts: bool = True
+    rounds: int = 1
     model: str | None = None
+
+
+@dataclass
+class Figures:
+    """Generated tokens and seconds of one engine in one round."""
+
+    tokens: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.tokens / max(self.seconds, 1e-9)
 
 
 def env_requests(env_names: tuple[str, ...], n: int, seed: int) -> tuple[list[GenRequest], list[str]]:
     """``n`` generation requests from real observations of the named tasks (random play between turns)."""
     requests: list[GenRequest] = []
-    agents: list[str] = []
     rng = np.random.default_rng(seed)
     episode = 0
     while len(requests) < n:
@@ -75,9 +100,12 @@ def env_requests(env_names: tuple[str, ...], n: int, seed: int) -> tuple[list[Ge
             env.step(module.random_policy(env, agent, rng))
         env.close()
         episode += 1
-    for r in requests:
-        agents.append(r.agent)
-    return requests, list(dict.fromkeys(agents))
+    return requests, list(dict.fromkeys(r.agent for r in requests))
+
+
+def grouped(requests: list[GenRequest], group: int) -> list[GenRequest]:
+    """Each request ``group`` times in a row: the trainer's batch of T tasks x G samples."""
+    return [r for r in requests for _ in range(group)]
 
 
 def build_model(cfg: BenchConfig, directory: Path, texts: list[str]) -> str:
@@ -93,67 +121,21 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def timed(backend: TransformersBackend, batches: list[list[GenRequest]], device: str) -> tuple[int, float]:
-    """Generated tokens and seconds for generating ``batches`` one after the other."""
+def timed_backend(backend: TransformersBackend, requests: list[GenRequest], device: str) -> Figures:
+    """The trainer's way: one ``backend.generate`` call for the whole batch."""
     _sync(device)
     start = time.perf_counter()
-    tokens = 0
-    for batch in batches:
-        tokens += sum(len(o.completion_ids) for o in backend.generate(batch))
+    outputs = backend.generate(requests)
     _sync(device)
-    return tokens, time.perf_counter() - start
-
-
-def run(cfg: BenchConfig) -> float:
-    if cfg.threads and cfg.device == "cpu":
-        torch.set_num_threads(cfg.threads)  # shared CPUs: oversubscribed threads make timings noise
-    requests, agents = env_requests(cfg.envs, cfg.n_requests, cfg.seed)
-    texts = signal_game_texts() + [m["content"] for r in requests for m in r.messages]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = cfg.model or build_model(cfg, Path(tmp) / "model", texts)
-        team = Team.from_config(
-            TeamConfig(mode=cfg.mode, model=path, dtype=cfg.dtype, device=cfg.device), agents
-        )
-    gen = GenerationConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed)
-    backend = TransformersBackend(team, gen, max_padding=cfg.max_padding)
-    prompt_lens = [len(backend.prompt_ids(r)) for r in requests]
-    n_params = sum(p.numel() for p in team.model(agents[0]).parameters())
-    print(
-        f"model: {cfg.model or cfg.shape} ({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), team mode {cfg.mode}"
-    )
-    print(
-        f"prompts: {len(requests)} from {', '.join(cfg.envs)}; {len(agents)} agents; "
-        f"prompt tokens mean {np.mean(prompt_lens):.0f} max {max(prompt_lens)}; max_new_tokens {cfg.max_new_tokens}"
-    )
-    timed(backend, [requests[:4]], cfg.device)  # warm-up
-    timed(backend, [requests[:1]], cfg.device)
-    b_tokens, b_time = timed(backend, [requests], cfg.device)
-    every = -(-len(requests) // cfg.sequential_requests) if cfg.sequential_requests else 1
-    seq = requests[::every]  # evenly spread, so prompt lengths are representative
-    s_tokens, s_time = timed(backend, [[r] for r in seq], cfg.device)
-    batched, sequential = b_tokens / b_time, s_tokens / s_time
-    print(f"batched (one generate per policy): {b_tokens} tokens in {b_time:.2f} s = {batched:.0f} tokens/s")
-    print(
-        f"one sequence at a time ({len(seq)} calls): {s_tokens} tokens in {s_time:.2f} s = {sequential:.0f} tokens/s"
-    )
-    ratio = batched / sequential
-    if cfg.model:
-        p_tokens, p_time = plain_generate(team, backend, requests, gen, cfg.device)
-        plain = p_tokens / p_time
-        print(f"plain model.generate, same batch and seed: {p_tokens} tokens in {p_time:.2f} s = {plain:.0f} tokens/s")
-        print(f"trainer backend / plain generate: {batched / plain:.2f}x")
-    print(f"speedup batched / one-at-a-time: {ratio:.1f}x")
-    return ratio
+    return Figures(sum(len(o.completion_ids) for o in outputs), time.perf_counter() - start)
 
 
 def plain_generate(
-    team: Team, backend: TransformersBackend, requests: list[GenRequest], gen: GenerationConfig, device: str
-) -> tuple[int, float]:
-    """The reference: one bare ``model.generate`` over the left-padded batch with the backend's sampling
-    settings (no log-probs), tokens counted up to and including EOS, so the figure is per generated token."""
-    agent = requests[0].agent
+    team: Team, prompts: list[list[int]], agent: str, gen: GenerationConfig, seed: int, device: str
+) -> Figures:
+    """One bare ``model.generate`` over the left-padded ``prompts`` with the backend's sampling settings
+    (no log-probs, no prefix sharing), seeded with ``seed``; tokens counted up to and including EOS."""
     tok = team.tokenizer(agent)
-    prompts = [backend.prompt_ids(r) for r in requests]
     width = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), width), tok.pad_token_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
@@ -161,29 +143,106 @@ def plain_generate(
         ids[i, width - len(p) :] = torch.tensor(p)
         mask[i, width - len(p) :] = 1
     eos = team.eos_token_ids(agent)
-    model = team.model(agent)
-    torch.manual_seed(gen.seed or 0)
-    _sync(device)
-    start = time.perf_counter()
-    with torch.no_grad():
-        out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=True,
-                             temperature=gen.temperature, top_k=0, top_p=1.0, max_new_tokens=gen.max_new_tokens,
-                             pad_token_id=tok.pad_token_id, eos_token_id=eos)
-    _sync(device)
-    seconds = time.perf_counter() - start
+    sampling = (
+        {"do_sample": False}
+        if gen.greedy
+        else {"do_sample": True, "temperature": gen.temperature, "top_k": gen.top_k, "top_p": gen.top_p}
+    )
+    with torch.no_grad(), torch.random.fork_rng(devices=[]), team.generating(agent) as model:
+        torch.manual_seed(seed)
+        _sync(device)
+        start = time.perf_counter()
+        out = model.generate(
+            input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=gen.max_new_tokens,
+            pad_token_id=tok.pad_token_id, eos_token_id=eos, **sampling,
+        )  # fmt: skip
+        _sync(device)
+        seconds = time.perf_counter() - start
     tokens = 0
     for row in out[:, width:].tolist():
         stop = next((j for j, t in enumerate(row) if t in eos), None)
         tokens += len(row) if stop is None else stop + 1
-    return tokens, seconds
+    return Figures(tokens, seconds)
+
+
+def one_at_a_time(
+    team: Team, prompts: list[list[int]], agents: list[str], gen: GenerationConfig, seed: int, device: str
+) -> Figures:
+    """Each request alone through plain ``model.generate`` (no batching, no padding, no sharing)."""
+    total = Figures(0, 0.0)
+    for i, (p, a) in enumerate(zip(prompts, agents)):
+        f = plain_generate(team, [p], a, gen, seed + i, device)
+        total = Figures(total.tokens + f.tokens, total.seconds + f.seconds)
+    return total
+
+
+def run(cfg: BenchConfig) -> dict[str, float]:
+    """Run the benchmark; returns the median ratios ``vs_plain`` and ``vs_sequential``."""
+    if cfg.threads and cfg.device == "cpu":
+        torch.set_num_threads(cfg.threads)  # shared CPUs: oversubscribed threads make timings noise
+    distinct, agents = env_requests(cfg.envs, cfg.tasks, cfg.seed)
+    requests = grouped(distinct, cfg.group)
+    texts = signal_game_texts() + [m["content"] for r in distinct for m in r.messages]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = cfg.model or build_model(cfg, Path(tmp) / "model", texts)
+        team = Team.from_config(
+            TeamConfig(mode=cfg.mode, model=path, dtype=cfg.dtype, device=cfg.device), agents
+        )
+    gen = GenerationConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed)
+    backend = TransformersBackend(team, gen, max_padding=cfg.max_padding, share_prompts=cfg.share_prompts)
+    prompts = [backend.prompt_ids(r) for r in requests]
+    lens = [len(backend.prompt_ids(r)) for r in distinct]
+    n_params = sum(p.numel() for p in team.model(agents[0]).parameters())
+    print(
+        f"model: {cfg.model or cfg.shape} ({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), "
+        f"team mode {cfg.mode}, {torch.get_num_threads()} torch thread(s)"
+    )
+    print(
+        f"workload: {cfg.tasks} tasks x {cfg.group} samples = {len(requests)} requests from {', '.join(cfg.envs)}; "
+        f"{len(agents)} agents; max_new_tokens {cfg.max_new_tokens}, temperature {cfg.temperature}"
+    )
+    print(
+        f"prompt tokens (distinct prompts): mean {np.mean(lens):.0f}, min {min(lens)}, max {max(lens)}; "
+        f"padded batch {len(requests)} x {max(lens)} = {sum(len(p) for p in prompts) / (len(prompts) * max(lens)):.0%} "
+        f"real tokens; prefix sharing {'on' if cfg.share_prompts else 'off'}"
+    )
+    # warm-up on the whole batch (a few tokens): the first large call also grows the allocator's pools
+    backend.generate(requests, GenerationConfig(max_new_tokens=2, seed=cfg.seed))
+    every = -(-len(requests) // cfg.sequential_requests) if cfg.sequential_requests else 1
+    seq = list(range(0, len(requests), every))  # evenly spread, so prompt lengths are representative
+    vs_plain, vs_seq = [], []
+    for rnd in range(cfg.rounds):
+        call = backend._calls  # plain generate draws with the seed of the backend's call: the same tokens
+        b = timed_backend(backend, requests, cfg.device)
+        p = plain_generate(team, prompts, requests[0].agent, gen, cfg.seed + call, cfg.device)
+        s = one_at_a_time(team, [prompts[i] for i in seq], [requests[i].agent for i in seq], gen,
+                          cfg.seed + 1000 * (rnd + 1), cfg.device)  # fmt: skip
+        vs_plain.append(b.rate / p.rate)
+        vs_seq.append(b.rate / s.rate)
+        print(f"round {rnd + 1}:")
+        print(
+            f"  trainer backend (one generate call): {b.tokens} tokens in {b.seconds:.2f} s = {b.rate:,.1f} tokens/s"
+        )
+        print(
+            f"  plain model.generate, same batch:    {p.tokens} tokens in {p.seconds:.2f} s = {p.rate:,.1f} tokens/s"
+        )
+        print(
+            f"  one request at a time ({len(seq)} calls):  {s.tokens} tokens in {s.seconds:.2f} s = {s.rate:,.1f} tokens/s"
+        )
+        print(f"  backend / plain {vs_plain[-1]:.2f}x; backend / one-at-a-time {vs_seq[-1]:.2f}x")
+    result = {"vs_plain": statistics.median(vs_plain), "vs_sequential": statistics.median(vs_seq)}
+    print(f"trainer backend / plain generate: {result['vs_plain']:.2f}x (median of {cfg.rounds} round(s))")
+    print(
+        f"speedup batched / one-at-a-time: {result['vs_sequential']:.2f}x (median of {cfg.rounds} round(s))"
+    )
+    return result
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument(
-        "--requests", type=int, default=64, help="number of prompts (batch size of the batched run)"
-    )
-    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--tasks", type=int, default=8, help="distinct prompts (T)")
+    p.add_argument("--group", type=int, default=8, help="samples per prompt (G); the batch is T x G")
+    p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
@@ -194,18 +253,20 @@ def main(argv: list[str] | None = None) -> None:
         "--sequential-requests",
         type=int,
         default=16,
-        help="time the one-at-a-time loop on N evenly spread prompts only (0: all; tokens/s is per token)",
+        help="time the one-at-a-time loop on N evenly spread requests only (0: all; tokens/s is per token)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-padding", type=float, default=None, help="bucket prompts by length (e.g. 1.5)")
+    p.add_argument("--no-share-prompts", action="store_true", help="turn the backend's prefix sharing off")
+    p.add_argument("--rounds", type=int, default=1, help="repeat the three measurements, interleaved")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
     p.add_argument("--model", help="real model: preset (smollm2-135m-instruct), local folder or hub id")
     a = p.parse_args(argv)
     run(BenchConfig(
-        n_requests=a.requests, max_new_tokens=a.max_new_tokens, temperature=a.temperature, device=a.device,
-        dtype=a.dtype, shape=a.shape, mode=a.mode, envs=tuple(a.env or ("toy/signal_game_v0",)),
+        tasks=a.tasks, group=a.group, max_new_tokens=a.max_new_tokens, temperature=a.temperature,
+        device=a.device, dtype=a.dtype, shape=a.shape, mode=a.mode, envs=tuple(a.env or ("toy/signal_game_v0",)),
         sequential_requests=a.sequential_requests, seed=a.seed, threads=a.threads, max_padding=a.max_padding,
-        model=a.model,
+        share_prompts=not a.no_share_prompts, rounds=a.rounds, model=a.model,
     ))  # fmt: skip
 
 

@@ -4,8 +4,23 @@ Requests are grouped by the policy that serves their agent (:meth:`Team.policy_k
 group is ONE left-padded ``generate`` call (attention mask, KV cache), never one sequence at a
 time. In a LoRA team all adapters share one base model, and by default (``mixed_adapters``)
 the whole team is one call: peft applies each row's own adapter (``adapter_names``).
-The raw logits of every step (``output_logits``) give the sampling log-probs of the
-generated tokens. Completions are cut after their first EOS.
+Completions are cut after their first EOS.
+
+Two things keep a call cheap when a trainer samples G completions of each prompt (GRPO groups):
+
+* **Prefix sharing** (``share_prompts``, default on): identical prompts of a call (same policy,
+  same adapter) are prefilled ONCE; their KV cache is then replicated to every copy and
+  ``generate`` continues from it, so a batch of T prompts x G copies costs T prompt forwards
+  instead of T x G. Sampling is unchanged: every row still draws its own tokens from the same
+  distribution in the same ``generate`` call.
+* **Length-bucketed prefill** (``prefill_padding``, default 1.25): the distinct prompts are
+  prefilled in buckets of similar length and their caches left-padded to the call's width, so
+  a short prompt is not processed padded to the longest one (see :mod:`baselines.generation.prefill`);
+  decoding stays one ``generate`` call for all rows.
+* **Streaming log-probs**: a logits processor placed before the sampling warpers keeps only the
+  current step's ``log_softmax(logits / temperature)`` and gathers the previous step's sampled
+  token from it, instead of keeping every step's full-vocabulary logits (``output_logits``:
+  rows x steps x vocabulary floats, 1.6 GB for 32 rows x 256 tokens x 49k vocabulary).
 """
 
 from __future__ import annotations
@@ -15,9 +30,46 @@ from collections.abc import Sequence
 
 import torch
 from transformers import GenerationConfig as HFGenerationConfig
+from transformers import LogitsProcessor, LogitsProcessorList
 
+from baselines.generation.prefill import CACHE_KW, length_buckets, prefill_cache
 from baselines.generation.types import GenerationConfig, GenOutput, GenRequest
 from baselines.policies.team import PolicyKey, Team
+
+
+class SampledLogprobs(LogitsProcessor):
+    """Records ``log_softmax(raw logits / temperature)`` of each sampled token, one step behind.
+
+    Placed before the sampling warpers (``generate`` runs user processors first), it sees the
+    raw float32 logits of step t, keeps their log-softmax, and at step t+1 gathers the token
+    sampled at t (the last column of ``input_ids``). Only one (rows x vocabulary) tensor is
+    alive at a time. :meth:`logprobs` returns (rows x new tokens) for the generated ``new`` ids.
+    """
+
+    def __init__(self, temperature: float):
+        self.temperature = temperature
+        self._steps: list[torch.Tensor] = []
+        self._pending: torch.Tensor | None = None
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self._pending is not None:
+            self._steps.append(self._gather(input_ids[:, -1]))
+        self._pending = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        return scores
+
+    def _gather(self, tokens: torch.Tensor) -> torch.Tensor:
+        assert self._pending is not None
+        return self._pending.gather(-1, tokens.to(self._pending.device).unsqueeze(-1)).squeeze(-1)
+
+    def logprobs(self, new: torch.Tensor) -> torch.Tensor:
+        """(rows, n) log-probs of ``new`` (rows, n), the tokens ``generate`` returned."""
+        n = new.shape[1]
+        steps = self._steps[:n]  # generate may run (and undo) a step past the last token it returns
+        if len(steps) < n:
+            steps.append(self._gather(new[:, n - 1]))
+        if len(steps) != n:
+            raise RuntimeError(f"recorded {len(steps)} sampling steps for {n} generated tokens")
+        return torch.stack(steps, dim=1) if steps else new.new_zeros((new.shape[0], 0), dtype=torch.float32)
 
 
 class TransformersBackend:
@@ -33,6 +85,12 @@ class TransformersBackend:
             calls whose padded size (rows x (longest prompt + max_new_tokens)) stays within
             this factor of the real size; helps when prompt lengths vary a lot and attention
             dominates (long prompts, small models, CPU). None: one call per group.
+        share_prompts: prefill identical prompts of a call once and replicate their KV cache
+            (see the module docstring); False: every row is prefilled on its own.
+        prefill_padding: prefill the distinct prompts of a call in length buckets whose padded
+            size stays within this factor of the real size (None: one padded prefill).
+        decode_segment: decode in ``generate`` calls of this many tokens, dropping the rows that
+            stopped between them (None: one call up to ``max_new_tokens``).
     """
 
     def __init__(
@@ -43,14 +101,23 @@ class TransformersBackend:
         max_batch_size: int | None = None,
         mixed_adapters: bool = True,
         max_padding: float | None = None,
+        share_prompts: bool = True,
+        prefill_padding: float | None = 1.25,
+        decode_segment: int | None = 32,
     ):
-        if max_padding is not None and max_padding < 1:
-            raise ValueError(f"max_padding must be >= 1, got {max_padding}")
+        for name, factor in (("max_padding", max_padding), ("prefill_padding", prefill_padding)):
+            if factor is not None and factor < 1:
+                raise ValueError(f"{name} must be >= 1, got {factor}")
         self.team = team
         self.config = config or GenerationConfig()
         self.max_batch_size = max_batch_size
         self.mixed_adapters = mixed_adapters
         self.max_padding = max_padding
+        self.share_prompts = share_prompts
+        self.prefill_padding = prefill_padding
+        if decode_segment is not None and decode_segment < 1:
+            raise ValueError(f"decode_segment must be >= 1, got {decode_segment}")
+        self.decode_segment = decode_segment
         self._calls = 0
 
     def sync_weights(self) -> None:
@@ -85,30 +152,31 @@ class TransformersBackend:
             if config.seed is not None:
                 torch.manual_seed(config.seed + call)
             for idx in groups.values():
-                for chunk in self._chunks(idx, [len(prompts[i]) for i in idx], config.max_new_tokens):
+                for chunk in self._chunks(idx, [prompts[i] for i in idx], config.max_new_tokens):
                     agents = [requests[i].agent for i in chunk]
                     results = self._generate_group(agents, [prompts[i] for i in chunk], config)
                     for i, out in zip(chunk, results):
                         outputs[i] = out
         return outputs  # type: ignore[return-value]
 
-    def _chunks(self, idx: list[int], lengths: list[int], new_tokens: int) -> list[list[int]]:
-        """Split one group into generate calls (max_batch_size; length buckets when max_padding is set)."""
+    def _chunks(self, idx: list[int], prompts: list[list[int]], new_tokens: int) -> list[list[int]]:
+        """Split one group into generate calls (max_batch_size; length buckets when max_padding is set).
+
+        When the group must be split, copies of one prompt are kept next to each other, so they
+        land in the same call and share their prefill."""
         cap = self.max_batch_size or max(len(idx), 1)
+        lengths = [len(p) for p in prompts]
         if self.max_padding is None:
+            if len(idx) > cap and self.share_prompts:
+                first: dict[tuple[int, ...], int] = {}
+                for j, p in enumerate(prompts):
+                    first.setdefault(tuple(p), j)
+                idx = [idx[j] for j in sorted(range(len(idx)), key=lambda j: first[tuple(prompts[j])])]
             return [idx[s : s + cap] for s in range(0, len(idx), cap)]
-        order = sorted(range(len(idx)), key=lambda j: lengths[j])
-        chunks: list[list[int]] = []
-        chunk: list[int] = []
-        real = 0
-        for j in order:
-            size = lengths[j] + new_tokens  # the longest so far: rows are sorted by length
-            if chunk and (len(chunk) >= cap or (len(chunk) + 1) * size > self.max_padding * (real + size)):
-                chunks.append(chunk)
-                chunk, real = [], 0
-            chunk.append(idx[j])
-            real += size
-        return [*chunks, chunk] if chunk else chunks
+        order = sorted(range(len(idx)), key=lambda j: (lengths[j], prompts[j]))
+        return [
+            [idx[j] for j in b] for b in length_buckets(order, lengths, self.max_padding, cap, new_tokens)
+        ]
 
     def _cuda_devices(self) -> list[int]:
         devs = {self.team.device(a) for a in self.team.agents}
@@ -131,8 +199,7 @@ class TransformersBackend:
         for i, p in enumerate(prompts):
             ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
             mask[i, width - len(p) :] = 1
-        hf_config = HFGenerationConfig(
-            max_new_tokens=config.max_new_tokens,
+        hf_config = dict(
             do_sample=not config.greedy,
             temperature=config.temperature if not config.greedy else None,
             top_p=config.top_p if not config.greedy else None,
@@ -143,31 +210,83 @@ class TransformersBackend:
             bos_token_id=tok.bos_token_id,
             use_cache=True,
             return_dict_in_generate=True,
-            output_logits=True,
         )
         with self.team.generating(agent) as model:
-            out = model.generate(
-                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=hf_config, **extra
+            cache = prefill_cache(
+                model, ids, mask, adapters, device, share=self.share_prompts, max_padding=self.prefill_padding
             )
-        new = out.sequences[:, width:]
-        logits = torch.stack(out.logits, dim=1).float() / config.scoring_temperature
-        logp = torch.log_softmax(logits, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
-        eos = torch.tensor(eos_ids, device=new.device)
+            completions, logps, stopped = self._decode(
+                model, ids, mask, cache, extra, config, hf_config, device
+            )
         results = []
         for i, a in enumerate(agents):
-            row = new[i].tolist()
-            stops = torch.isin(new[i], eos).nonzero()
-            n = int(stops[0]) + 1 if len(stops) else len(row)
-            completion = row[:n]
             results.append(
                 GenOutput(
                     agent=a,
                     prompt_ids=prompts[i],
-                    completion_ids=completion,
-                    logprobs=logp[i, :n].tolist(),
-                    text=tok.decode(completion, skip_special_tokens=True),
-                    finish_reason="stop" if len(stops) else "length",
+                    completion_ids=completions[i],
+                    logprobs=logps[i],
+                    text=tok.decode(completions[i], skip_special_tokens=True),
+                    finish_reason="stop" if stopped[i] else "length",
                     policy=str(keys[i]),
                 )
             )
         return results
+
+    def _decode(
+        self,
+        model: torch.nn.Module,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        cache: object | None,
+        extra: dict,
+        config: GenerationConfig,
+        hf_config: dict,
+        device: torch.device,
+    ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+        """Every row's completion (cut after its first EOS), its log-probs and whether it stopped.
+
+        One ``generate`` call per ``decode_segment`` tokens, each continuing from the previous
+        one's KV cache; rows that stopped are dropped from the batch between segments, so the
+        batch does not keep decoding finished rows until the longest one ends."""
+        eos = set(hf_config["eos_token_id"])
+        rows = list(range(ids.shape[0]))  # the original row of every row still decoding
+        completions: list[list[int]] = [[] for _ in rows]
+        logps: list[list[float]] = [[] for _ in rows]
+        stopped = [False for _ in rows]
+        left = config.max_new_tokens
+        while True:
+            n = min(self.decode_segment or left, left)
+            recorder = SampledLogprobs(config.scoring_temperature)
+            names = {"adapter_names": [extra["adapter_names"][r] for r in rows]} if extra else {}
+            out = model.generate(
+                input_ids=ids.to(device), attention_mask=mask.to(device),
+                generation_config=HFGenerationConfig(max_new_tokens=n, **hf_config),
+                logits_processor=LogitsProcessorList([recorder]), **names,
+                **({CACHE_KW: cache} if cache is not None else {}),
+            )  # fmt: skip
+            new = out.sequences[:, ids.shape[1] :]
+            lp = recorder.logprobs(new).tolist()
+            keep = []
+            for k, (r, row) in enumerate(zip(rows, new.tolist())):
+                stop = next((j for j, t in enumerate(row) if t in eos), None)
+                cut = len(row) if stop is None else stop + 1
+                completions[r] += row[:cut]
+                logps[r] += lp[k][:cut]
+                stopped[r] = stop is not None
+                if stop is None:
+                    keep.append(k)
+            left -= new.shape[1]
+            if not keep or left <= 0:
+                return completions, logps, stopped
+            cache = out.get(CACHE_KW)
+            if cache is None or cache.get_seq_length() != out.sequences.shape[1] - 1:
+                cache = None  # not a cache we can continue from: generate prefills the kept rows again
+            mask = torch.cat([mask.to(new.device), torch.ones_like(new)], dim=1)
+            ids = out.sequences
+            if len(keep) < len(rows):
+                index = torch.tensor(keep, device=new.device)
+                ids, mask = ids[index], mask[index]
+                if cache is not None:
+                    cache.batch_select_indices(index)
+                rows = [rows[k] for k in keep]
