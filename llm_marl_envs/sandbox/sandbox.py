@@ -15,7 +15,6 @@ replaced; the job is retried ``infra_retries`` times and otherwise returned with
 from __future__ import annotations
 
 import collections
-import itertools
 import os
 import sys
 import threading
@@ -30,6 +29,7 @@ from .batch import Batch, WorkerIOError, io_call, reply_deadline
 from .config import SandboxConfig
 from .pool import WorkerProcess
 from .results import AssertTest, ExecResult, IOTest, Job, SandboxError
+from .slots import SlotQueue
 from .testcode import TestCodeCache
 from .worker import protocol as P
 
@@ -48,15 +48,11 @@ class Sandbox:
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self.config = config or SandboxConfig()
         self._size = self.config.pool_size
-        self._cond = threading.Condition()
-        self._idle = list(range(self._size))
-        # Callers waiting for a slot get one in the order they asked (tickets), and who they
-        # are is known (a batch, or None) so that a batch can give its slot up to others.
-        self._queue: collections.deque[int] = collections.deque()
-        self._tickets = itertools.count()
-        self._waiting: collections.Counter[Any] = collections.Counter()
+        # Callers waiting for a slot get one in the order they asked, and who they are is
+        # known (a batch, or None) so that a batch can give its slot up to others.
+        self._slots = SlotQueue(self._size)
+        self._executor_lock = threading.Lock()
         self._workers: list[WorkerProcess | None] = [None] * self._size
-        self._closed = False
         self._owner_pid = os.getpid()
         self._executor: ThreadPoolExecutor | None = None
         self._request_ids = iter(range(1, 1 << 62))
@@ -86,7 +82,7 @@ class Sandbox:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._slots.closed
 
     @property
     def isolation(self) -> dict[str, Any]:
@@ -140,7 +136,7 @@ class Sandbox:
             held: list[int] = []
             try:
                 while len(held) < self._size:
-                    slot = self._acquire()
+                    slot = self._slots.acquire()
                     if slot is None:
                         return False
                     held.append(slot)
@@ -160,13 +156,12 @@ class Sandbox:
                 return ok
             finally:
                 for slot in held:
-                    self._release(slot)
+                    self._slots.release(slot)
 
     def close(self) -> None:
         """Kill every fork server (and with it every job process). Idempotent."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+        self._slots.close()
+        with self._executor_lock:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
@@ -180,8 +175,8 @@ class Sandbox:
 
     # -- internals -------------------------------------------------------------------------
     def _get_executor(self) -> ThreadPoolExecutor | None:
-        with self._cond:
-            if self._closed:
+        with self._executor_lock:
+            if self._slots.closed:
                 return None
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=self._size, thread_name_prefix="sandbox")
@@ -196,16 +191,16 @@ class Sandbox:
             if os.getpid() != self._owner_pid:
                 error = "this Sandbox belongs to another process (it was forked); create a new one"
                 break
-            slot = self._acquire()
+            slot = self._slots.acquire()
             if slot is None:
                 error = "the sandbox is closed"
                 break
             try:
                 reply, error = self._call(slot, request, limits)
             finally:
-                self._release(slot)
+                self._slots.release(slot)
             if reply is None:
-                if self._closed:
+                if self._slots.closed:
                     break
                 continue
             outcome = self._outcome(job, reply, started)
@@ -232,7 +227,7 @@ class Sandbox:
         try:
             item = batch.take()
             while item is not None:
-                slot = self._acquire(batch)
+                slot = self._slots.acquire(batch)
                 if slot is None:
                     self._settle(batch, item[0], item[1], None, "the sandbox is closed")
                     item = batch.take()
@@ -240,7 +235,7 @@ class Sandbox:
                 try:
                     item = self._pipeline(slot, batch, item)
                 finally:
-                    self._release(slot)
+                    self._slots.release(slot)
         except BaseException as exc:  # e.g. SandboxError with raise_on_infra_error: stop the batch
             batch.fail(exc)
             raise
@@ -273,7 +268,7 @@ class Sandbox:
                     if not inflight:
                         batch.running(index)
                     inflight.append((index, attempt, request_id))
-                    item = batch.take() if len(inflight) < 2 and not self._others_waiting(batch) else None
+                    item = batch.take() if len(inflight) < 2 and not self._slots.others_waiting(batch) else None
                 if not inflight:
                     return item if item is not None else batch.take()
                 index, attempt, request_id = inflight[0]
@@ -285,7 +280,7 @@ class Sandbox:
                 if inflight:
                     batch.running(inflight[0][0])
                 self._settle(batch, index, attempt, reply, "")
-                if item is None and not self._others_waiting(batch):
+                if item is None and not self._slots.others_waiting(batch):
                     item = batch.take()
         except WorkerIOError as failure:
             message = self._worker_failed(slot, worker, failure.cause)
@@ -310,7 +305,7 @@ class Sandbox:
                 batch.results[index] = outcome
                 return
             error = outcome
-        if attempt < self.config.infra_retries and not self._closed:
+        if attempt < self.config.infra_retries and not self._slots.closed:
             batch.put_back(index, attempt + 1)
         else:
             batch.results[index] = self._infra(job, error, started)
@@ -336,7 +331,7 @@ class Sandbox:
 
     def _worker_failed(self, slot: int, worker: WorkerProcess | None, exc: BaseException | None) -> str:
         """Kill a fork server that failed (and forget it); returns the message for its job."""
-        if self._closed:
+        if self._slots.closed:
             message = "the sandbox was closed while the job was running"
         else:
             message = f"sandbox worker failed: {type(exc).__name__}: {exc}"
@@ -349,35 +344,6 @@ class Sandbox:
             worker.kill()
         self._workers[slot] = None
         return message
-
-    def _acquire(self, owner: Any = None) -> int | None:
-        """A free slot, first come first served (None once the sandbox is closed)."""
-        with self._cond:
-            ticket = next(self._tickets)
-            self._queue.append(ticket)
-            self._waiting[owner] += 1
-            try:
-                while not self._closed and not (self._idle and self._queue[0] == ticket):
-                    self._cond.wait()
-                slot = None if self._closed else self._idle.pop()
-            finally:
-                self._queue.remove(ticket)
-                self._waiting[owner] -= 1
-                if not self._waiting[owner]:
-                    del self._waiting[owner]
-                if self._queue and self._idle:
-                    self._cond.notify_all()  # the next in line may take another free slot
-            return slot
-
-    def _others_waiting(self, batch: Batch) -> bool:
-        """Whether another caller (not this batch) waits for a slot."""
-        with self._cond:
-            return any(owner is not batch for owner in self._waiting)
-
-    def _release(self, slot: int) -> None:
-        with self._cond:
-            self._idle.append(slot)
-            self._cond.notify_all()  # (the first in line, whichever thread it is)
 
     def _check_bad_test(self, job: Job, bad: dict[str, Any]) -> str | None:
         """The worker says a test (or the setup) does not compile: verify it here, in the caller.
