@@ -20,19 +20,27 @@ class ChannelAbuse(ChannelClosed):
 
 
 class Channel:
+    """One end of the socket pair. Reads ahead (the replies of a batch of calls usually come
+    in one read); a subclass that makes the descriptor non-blocking waits in :meth:`_wait`."""
+
     def __init__(self, fd: int, limit: int = MAX_MESSAGE_BYTES) -> None:
         self.fd = fd
         self.limit = limit
         self._read, self._write = os.read, os.write  # bound now: the program may patch os later
+        self.buffer = b""  # bytes read past the last message
 
     def send(self, data: bytes) -> None:
         view = memoryview(len(data).to_bytes(4, "big") + data)
         write, fd = self._write, self.fd
-        try:
-            while view:
+        while view:
+            try:
                 view = view[write(fd, view):]
-        except OSError as exc:
-            raise ChannelClosed(str(exc)) from None
+            except BlockingIOError:
+                self._wait(writing=True)
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from None
 
     def recv(self) -> bytes:
         size = int.from_bytes(self._exactly(4), "big")
@@ -40,12 +48,24 @@ class Channel:
             raise ChannelAbuse(f"a message of {size} bytes (limit {self.limit})")
         return self._exactly(size)
 
+    def _wait(self, writing: bool) -> None:
+        """Until the descriptor is ready; only a non-blocking one can get here."""
+        raise ChannelClosed("the channel's descriptor was made non-blocking")
+
     def _exactly(self, n: int) -> bytes:
+        buffer = self.buffer
+        if len(buffer) >= n:
+            self.buffer = buffer[n:]
+            return buffer[:n]
         read, fd = self._read, self.fd
-        parts, got = [], 0
+        parts, got = [buffer], len(buffer)
+        self.buffer = b""
         while got < n:
             try:
-                chunk = read(fd, min(n - got, 1 << 20))
+                chunk = read(fd, min(max(n - got, 1 << 16), 1 << 20))
+            except BlockingIOError:
+                self._wait(writing=False)
+                continue
             except InterruptedError:
                 continue
             except OSError as exc:
@@ -54,4 +74,6 @@ class Channel:
                 raise ChannelClosed("the peer hung up")
             parts.append(chunk)
             got += len(chunk)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        data = b"".join(parts)
+        self.buffer = data[n:]
+        return data[:n]

@@ -41,6 +41,42 @@ class RunResult:
         self.infra_error: str | None = None
         self.helper_usage = False  # cpu_time_s / max_rss_kb are the program process's (assert mode)
 
+    def stamp(self, spec: Any, started: float) -> None:
+        """Set the run's wall time (from ``started``, monotonic) and the limits it ran under."""
+        self.wall_time_s = time.monotonic() - started
+        self.cpu_limit_s = float(spec.child.rlimits.get("cpu_s", 0))
+        self.memory_limit_bytes = int(spec.child.rlimits.get("address_space_bytes", 0))
+
+    def note_before_ready(self, kind: str, payload: Any, active: Any) -> bool:
+        """Apply a record that came before READY (only READY and "infra" count there);
+        True if it made the run ready, its first activity being ``active``."""
+        if kind == P.REC_READY:
+            self.ready = True
+            self.active = active
+            return True
+        if kind == "infra":
+            self.infra_error = str((payload or {}).get("error", "job process set-up failed"))[:4000]
+        return False
+
+    def note_activity(self, kind: str, index: int, assert_mode: bool) -> None:
+        """What runs now, after a record of ``kind`` (after READY)."""
+        if kind == P.REC_BEGIN:
+            self.active = index
+        elif kind == P.REC_PROGRAM:
+            self.active = "setup"
+        elif kind == P.REC_END:
+            self.active = "done"
+        elif assert_mode:
+            self.active = "harness"
+
+    def expiry_reason(self, spec: Any, phase_start: float) -> str:
+        """Why the run's current deadline (phase or job budget) stopped it."""
+        if not self.ready:
+            return "start"
+        if self.active != "done" and spec.job_deadline <= phase_start + spec.timeout_s:
+            return "budget"
+        return "timeout"
+
     @property
     def exit_code(self) -> int | None:
         if self.status is None or not os.WIFEXITED(self.status):
@@ -116,24 +152,13 @@ class RecordReader:
         # The child's clock is the same as ours; a value outside [fork, now] is clamped.
         when = min(max(when, self.phase_start), now)
         if not result.ready:
-            if kind == P.REC_READY:
-                result.ready = True
-                result.active = self.spec.indices[0] if self.spec.mode == "io" else "program"
+            if result.note_before_ready(kind, payload, self.spec.indices[0] if self.spec.mode == "io" else "program"):
                 self.phase_start = when
-            elif kind == "infra":
-                result.infra_error = str(payload.get("error", "job process set-up failed"))[:4000]
             return  # nothing before READY counts (and nothing can come from the program)
         if kind in ("infra", P.REC_READY):
             return  # only meaningful before READY: anything later may be forged
         result.records.append(record)
-        if kind == P.REC_BEGIN:
-            result.active = index
-        elif kind == P.REC_PROGRAM:
-            result.active = "setup"
-        elif kind == P.REC_END:
-            result.active = "done"
-        elif self.spec.mode == "assert":
-            result.active = "harness"
+        result.note_activity(kind, index, self.spec.mode == "assert")
         self.phase_start = when
         self.grace_used = False
 
@@ -159,8 +184,4 @@ class RecordReader:
         return True
 
     def expiry_reason(self) -> str:
-        if not self.result.ready:
-            return "start"
-        if self.result.active != "done" and self.spec.job_deadline <= self.phase_start + self.spec.timeout_s:
-            return "budget"
-        return "timeout"
+        return self.result.expiry_reason(self.spec, self.phase_start)

@@ -35,8 +35,7 @@ from .judge import judge
 from .procs import describe_start_failure, fd_ready, pidfd_open, read_output, try_reap
 from .purity import SAFE_MODULES, servable
 from .records import START_TIMEOUT_S, RunResult
-from .supervisor import payload_memfd
-from .zygote import ZygoteGone
+from .supervisor import Spawning, payload_memfd
 
 __all__ = ["run_served", "servable"]
 
@@ -65,24 +64,13 @@ class InlineRecords:
         when = time.monotonic()
         result = self.result
         if not result.ready:
-            if kind == P.REC_READY:
-                result.ready = True
-                result.active = "program"
+            if result.note_before_ready(kind, data, "program"):
                 self._phase(when)
-            elif kind == "infra":
-                result.infra_error = str(data.get("error", "job process set-up failed"))[:4000]
             return
         if kind == P.REC_RESULT and result.killed in ("timeout", "budget") and data.get("error_type") == "TimeoutError":
             data = {**data, "timed_out": True}  # stopped at the deadline by _ServerBounds, as a killed judge is
         result.records.append((kind, index, bool(flag), when, data))
-        if kind == P.REC_BEGIN:
-            result.active = index
-        elif kind == P.REC_PROGRAM:
-            result.active = "setup"
-        elif kind == P.REC_END:
-            result.active = "done"
-        else:
-            result.active = "harness"
+        result.note_activity(kind, index, True)
         self._phase(when)
 
     def _phase(self, when: float) -> None:
@@ -90,11 +78,7 @@ class InlineRecords:
         self.deadline = min(when + self.spec.timeout_s, self.spec.job_deadline)
 
     def expiry_reason(self) -> str:
-        if not self.result.ready:
-            return "start"
-        if self.spec.job_deadline <= self.phase_start + self.spec.timeout_s:
-            return "budget"
-        return "timeout"
+        return self.result.expiry_reason(self.spec, self.phase_start)
 
 
 class _Watch:
@@ -147,45 +131,10 @@ class WatchedChannel(Channel):
     def __init__(self, fd: int, watch: _Watch) -> None:
         super().__init__(fd)
         self.watch = watch
-        self.buffer = b""  # read ahead: the replies of a batch usually come in one read
         os.set_blocking(fd, False)
 
-    def send(self, data: bytes) -> None:
-        view = memoryview(len(data).to_bytes(4, "big") + data)
-        while view:
-            try:
-                view = view[os.write(self.fd, view):]
-            except BlockingIOError:
-                self.watch.wait(self.fd, select.POLLOUT)
-            except InterruptedError:
-                continue
-            except OSError as exc:
-                raise ChannelClosed(str(exc)) from None
-
-    def _exactly(self, n: int) -> bytes:
-        buffer = self.buffer
-        if len(buffer) >= n:
-            self.buffer = buffer[n:]
-            return buffer[:n]
-        parts, got = [buffer], len(buffer)
-        self.buffer = b""
-        while got < n:
-            try:
-                chunk = os.read(self.fd, max(n - got, 1 << 16))
-            except BlockingIOError:
-                self.watch.wait(self.fd, select.POLLIN)
-                continue
-            except InterruptedError:
-                continue
-            except OSError as exc:
-                raise ChannelClosed(str(exc)) from None
-            if not chunk:
-                raise ChannelClosed("the peer hung up")
-            parts.append(chunk)
-            got += len(chunk)
-        data = b"".join(parts)
-        self.buffer = data[n:]
-        return data[:n]
+    def _wait(self, writing: bool) -> None:
+        self.watch.wait(self.fd, select.POLLOUT if writing else select.POLLIN)
 
 
 def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
@@ -197,19 +146,10 @@ def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
     judge_end, program_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
     judge_fd, program_fd = judge_end.detach(), program_end.detach()
     mine = [out_w, err_w, program_fd]
-    try:
+    with Spawning(mine, ours=(out_r, err_r, judge_fd)):
         mine.append(payload_memfd({"program": spec.job["program"], "limits": spec.job["limits"]}))
         (pid,) = supervisor.zygote.spawn(
             (supervisor._command(spec, "program"), [supervisor._devnull, out_w, err_w, program_fd, mine[3]]))
-    except BaseException as exc:
-        for fd in (out_r, err_r, judge_fd):
-            os.close(fd)
-        if isinstance(exc, ZygoteGone):
-            os._exit(5)  # no job can be forked any more: the caller starts a fresh worker
-        raise
-    finally:
-        for fd in mine:
-            os.close(fd)
     result = RunResult()
     records = InlineRecords(result, spec, started)
     watch = _Watch(supervisor, spec, pid, records, out_r, err_r)
@@ -252,9 +192,7 @@ def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
     result.stdout_total, result.stderr_total = watch.totals[out_r], watch.totals[err_r]
     if not result.ready and result.infra_error is None:
         result.infra_error = describe_start_failure(result)
-    result.wall_time_s = time.monotonic() - started
-    result.cpu_limit_s = float(spec.child.rlimits.get("cpu_s", 0))
-    result.memory_limit_bytes = int(spec.child.rlimits.get("address_space_bytes", 0))
+    result.stamp(spec, started)
     return result
 
 

@@ -117,12 +117,13 @@ class Supervisor:
         started = time.monotonic()
         watch = _Watch(spec, nonce, res_r, out_r, err_r, started)
         helper = None
-        mine: list[int] = [res_w, out_w, err_w]
-        try:
+        mine: list[int] = [res_w, out_w, err_w] + ([stdin_fd] if stdin_fd != self._devnull else [])
+        with Spawning(mine, ours=(res_r, out_r, err_r)):
             if spec.mode == "assert":
                 # The judge runs the tests; the program process (which never sees them) answers its calls.
                 judge_end, program_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
-                mine += [judge_end.detach(), program_end.detach()]
+                judge_fd, program_fd = judge_end.detach(), program_end.detach()
+                mine += [judge_fd, program_fd]
                 judge_payload = payload_memfd({"nonce": nonce, "setup": spec.job.get("setup") or "",
                                         "tests": spec.job["tests"], "compiled": spec.job.get("compiled"), "plans": spec.job.get("plans"),
                                         "limits": spec.job["limits"], "indices": spec.indices})
@@ -130,24 +131,13 @@ class Supervisor:
                 mine += [judge_payload, program_payload]
                 pid, helper = self.zygote.spawn(
                     (self._command(spec, "judge"), [self._devnull, self._devnull, self._devnull, res_w,
-                                                    judge_payload, mine[3]]),
-                    (self._command(spec, "program"), [self._devnull, out_w, err_w, mine[4], program_payload]))
+                                                    judge_payload, judge_fd]),
+                    (self._command(spec, "program"), [self._devnull, out_w, err_w, program_fd, program_payload]))
             else:
                 payload = payload_memfd({"program": spec.job["program"], "limits": spec.job["limits"], "nonce": nonce,
                                   "index": spec.indices[0]})
                 mine.append(payload)
                 (pid,) = self.zygote.spawn((self._command(spec, "io"), [stdin_fd, out_w, err_w, res_w, payload]))
-        except BaseException as exc:
-            for fd in (res_r, out_r, err_r):
-                os.close(fd)
-            if isinstance(exc, ZygoteGone):
-                os._exit(5)  # no job can be forked any more: the caller starts a fresh worker
-            raise
-        finally:
-            for fd in mine:
-                os.close(fd)
-            if stdin_fd != self._devnull:
-                os.close(stdin_fd)
         try:
             result = self._watch(watch, pid, helper)
         finally:
@@ -156,9 +146,7 @@ class Supervisor:
                     os.close(fd)
                 except OSError:
                     pass
-        result.wall_time_s = time.monotonic() - started
-        result.cpu_limit_s = float(spec.child.rlimits.get("cpu_s", 0))
-        result.memory_limit_bytes = int(spec.child.rlimits.get("address_space_bytes", 0))
+        result.stamp(spec, started)
         return result
 
     def _command(self, spec: RunSpec, role: str) -> dict[str, Any]:
@@ -323,6 +311,34 @@ class Supervisor:
         if not reap_all(self.zygote.pid):
             return []
         return [child for child in children_of_self() if child != self.zygote.pid]
+
+
+class Spawning:
+    """``with Spawning(mine, ours):`` around starting a run's processes through the zygote.
+
+    ``mine`` (a list the block may append to) holds the descriptors that only the new
+    processes need: closed here whatever happens. ``ours`` holds this process's ends of the
+    run's pipes: closed too if the start fails. A dead zygote ends the fork server (exit 5):
+    no job can be forked any more, and the caller starts a fresh worker.
+    """
+
+    def __init__(self, mine: list[int], ours: tuple[int, ...]) -> None:
+        self.mine, self.ours = mine, ours
+
+    def __enter__(self) -> Spawning:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        try:
+            if exc is not None:
+                for fd in self.ours:
+                    os.close(fd)
+                if isinstance(exc, ZygoteGone):
+                    os._exit(5)
+        finally:
+            for fd in self.mine:
+                os.close(fd)
+        return False
 
 
 def payload_memfd(payload: dict[str, Any]) -> int:
