@@ -1,5 +1,5 @@
 """What a team is made of: :class:`TeamConfig` (how to build it) and :class:`PolicyKey` (which weights
-serve an agent). Plain data, no torch: :mod:`baselines.policies.team` builds and runs the team."""
+serve an agent). Plain dataclasses: :mod:`baselines.policies.team` builds and runs the team."""
 
 from __future__ import annotations
 
