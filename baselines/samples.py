@@ -157,12 +157,7 @@ class SampleTable:
     @classmethod
     def from_columns(cls, **columns: Any) -> SampleTable:
         """Build from whole columns; optional columns missing here get their defaults."""
-        unknown = sorted(set(columns) - set(COLUMNS))
-        if unknown:
-            raise ValueError(f"unknown column(s) {unknown}; known columns: {list(COLUMNS)}")
-        missing = [c for c in REQUIRED_COLUMNS if c not in columns]
-        if missing:
-            raise ValueError(f"missing required column(s) {missing}")
+        _check_column_names(columns, "")
         n = len(columns["task"])
         full = {name: columns[name] if name in columns else [_default(name) for _ in range(n)]
                 for name in COLUMNS}
@@ -316,17 +311,23 @@ class SampleTable:
         return cls.from_rows(rows)
 
 
+def _check_column_names(names: Iterable[str], where: str) -> None:
+    """Refuse unknown columns and missing required ones (``where`` prefixes the message)."""
+    names = set(names)
+    unknown = sorted(names - set(COLUMNS))
+    if unknown:
+        raise ValueError(f"{where}unknown column(s) {unknown}; known columns: {list(COLUMNS)}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    if missing:
+        raise ValueError(f"{where}missing required column(s) {missing}")
+
+
 def _row_dict(row: Row | Mapping[str, Any], i: int) -> Mapping[str, Any]:
     if isinstance(row, Row):
         return {f.name: getattr(row, f.name) for f in fields(Row)}
     if not isinstance(row, Mapping):
         raise TypeError(f"row {i} is a {type(row).__name__}, expected Row or a mapping")
-    unknown = sorted(set(row) - set(COLUMNS))
-    if unknown:
-        raise ValueError(f"row {i}: unknown column(s) {unknown}; known columns: {list(COLUMNS)}")
-    missing = [c for c in REQUIRED_COLUMNS if c not in row]
-    if missing:
-        raise ValueError(f"row {i}: missing required column(s) {missing}")
+    _check_column_names(row, f"row {i}: ")
     return row
 
 

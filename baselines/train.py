@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m baselines.train", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Config keys: see docs/training.md or baselines/config.py.")
+                                epilog="Config keys: see docs/training.md or baselines/config_sections.py.")
     p.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-3 rollout.group_size=8")
     p.add_argument("--config", help="YAML config file")
     p.add_argument("--env", help="registered environment name, e.g. toy/signal_game_v0")

@@ -8,6 +8,7 @@ paper; the experiment modules say what they measure and what would support the c
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
@@ -66,6 +67,41 @@ def runs_to_report(args: Any) -> tuple[list[Run], list[str]]:
     args.seeds = sorted({r.seed for r in runs})
     args.steps = len(runs[0].metrics) if runs else 0
     return runs, list(dict.fromkeys(r.label for r in runs))
+
+
+def config_parser(doc: str, configs: Sequence[str], *, steps: int = 30) -> argparse.ArgumentParser:
+    """An experiment's parser with ``--configs`` (one of ``configs``, all by default), ``--seeds`` and
+    ``--steps``; add the experiment's own arguments, then call :func:`parse_runs`."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--configs", nargs="+", default=list(configs), choices=list(configs))
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=steps)
+    return ap
+
+
+def parse_runs(ap: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, list[Run]]:
+    """Add ``--plot`` and ``--save`` / ``--load`` to a :func:`config_parser`, parse ``argv``, and return the
+    arguments with the runs ``--load`` names (``args.configs`` then their labels; see :func:`runs_to_report`)."""
+    ap.add_argument("--plot", type=Path, default=None)
+    add_run_io_args(ap)
+    args = ap.parse_args(argv)
+    runs, labels = runs_to_report(args)
+    args.configs = labels or args.configs
+    return args, runs
+
+
+def train_configs(
+    args: argparse.Namespace, runs: list[Run], train_one: Callable[[str, int], Run], describe: Callable[[Run], str]
+) -> None:
+    """Train ``train_one(config, seed)`` for every ``--configs`` x ``--seeds``, appending to ``runs``, writing
+    them after every run (``--save``) and printing ``"<config> seed <seed>: " + describe(run)``."""
+    for label in args.configs:
+        for seed in args.seeds:
+            run = train_one(label, seed)
+            runs.append(run)
+            if args.save:
+                save_runs(runs, args.save)
+            print(f"{label:9s} seed {seed}: {describe(run)}", flush=True)
 
 
 def quiet_config(overrides: Sequence[str], base: dict[str, Any] | None = None) -> TrainConfig:

@@ -25,9 +25,7 @@ and the normalization cancels it.
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,12 +34,12 @@ import llm_marl_envs
 from baselines.advantages import AdvantageConfig, compute_advantages
 from baselines.bench.experiments import (
     Run,
-    add_run_io_args,
+    config_parser,
     markdown_table,
+    parse_runs,
     plot_panels,
-    runs_to_report,
-    save_runs,
     spread,
+    train_configs,
 )
 from baselines.bench.repro_magrpo import first_step_at
 from baselines.bench.repro_menu import (
@@ -155,31 +153,20 @@ def train(label: str, problems: list[Any], seed: int, steps: int, tasks: int, k:
 
 
 def main(argv: list[str] | None = None) -> list[Run]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--steps", type=int, default=30)
+    ap = config_parser(__doc__, CONFIGS)
     ap.add_argument("--tasks", type=int, default=6, help="problems per step")
     ap.add_argument("--k", type=int, default=4, help="candidates per agent-turn")
     ap.add_argument("--problems", type=int, default=8, help="HumanEval problems in the pool")
     ap.add_argument("--lr", type=float, default=3.0, help="logit step size")
-    ap.add_argument("--plot", type=Path, default=None)
-    add_run_io_args(ap)
-    args = ap.parse_args(argv)
-    runs, labels = runs_to_report(args)
-    args.configs = labels or args.configs
+    args, runs = parse_runs(ap, argv)
     if not args.load:
         problems = choose_problems(args.problems)
         print("problems: " + ", ".join(p.task_id for p in problems), flush=True)
-        for label in args.configs:
-            for seed in args.seeds:
-                run = train(label, problems, seed, args.steps, args.tasks, args.k, args.lr)
-                runs.append(run)
-                if args.save:
-                    save_runs(runs, args.save)
-                print(f"{label:9s} seed {seed}: team return (last 5) {run.final_eval:.3f}, "
-                      f"P(reference) {run.extra['coder_p_reference']:.2f}, P(valid suite) "
-                      f"{run.extra['tester_p_valid']:.2f}, {run.seconds:.0f}s", flush=True)
+        train_configs(
+            args, runs, lambda label, seed: train(label, problems, seed, args.steps, args.tasks, args.k, args.lr),
+            lambda run: f"team return (last 5) {run.final_eval:.3f}, P(reference) "
+                        f"{run.extra['coder_p_reference']:.2f}, P(valid suite) {run.extra['tester_p_valid']:.2f}, "
+                        f"{run.seconds:.0f}s")
     rows = []
     for label in args.configs:
         mine = [r for r in runs if r.label == label]

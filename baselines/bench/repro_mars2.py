@@ -26,9 +26,7 @@ learns at least as fast and as far, in particular for the weak agent.
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,12 +42,12 @@ from baselines.advantages import (
 from baselines.advantages.normalize import normalize_with_config
 from baselines.bench.experiments import (
     Run,
-    add_run_io_args,
+    config_parser,
     markdown_table,
+    parse_runs,
     plot_panels,
-    runs_to_report,
-    save_runs,
     spread,
+    train_configs,
 )
 from baselines.bench.repro_magrpo import first_step_at
 from baselines.bench.repro_menu import (
@@ -158,31 +156,23 @@ def train(label: str, problem_ids: list[str], seed: int, steps: int, tasks: int,
 
 
 def main(argv: list[str] | None = None) -> list[Run]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--steps", type=int, default=30)
+    ap = config_parser(__doc__, CONFIGS)
     ap.add_argument("--tasks", type=int, default=4, help="problems per step")
     ap.add_argument("--trees", type=int, default=2, help="trees per problem")
     ap.add_argument("--nodes", type=int, default=4, help="nodes per tree")
     ap.add_argument("--problems", type=int, default=8, help="HumanEval problems in the pool")
     ap.add_argument("--lr", type=float, default=3.0, help="logit step size")
-    ap.add_argument("--plot", type=Path, default=None)
-    add_run_io_args(ap)
-    args = ap.parse_args(argv)
-    runs, labels = runs_to_report(args)
-    args.configs = labels or args.configs
+    args, runs = parse_runs(ap, argv)
     if not args.load:
         problem_ids = choose_problems(args.problems)
         print("problems: " + ", ".join(problem_ids), flush=True)
-        for label in args.configs:
-            for seed in args.seeds:
-                run = train(label, problem_ids, seed, args.steps, args.tasks, args.trees, args.nodes, args.lr)
-                runs.append(run)
-                if args.save:
-                    save_runs(runs, args.save)
-                print(f"{label:9s} seed {seed}: team reward (last 5) {run.final_eval:.3f}, P(reference) "
-                      + ", ".join(f"{a} {run.extra[f'p_reference/{a}']:.2f}" for a in AGENTS) + f", {run.seconds:.0f}s", flush=True)
+        train_configs(
+            args, runs,
+            lambda label, seed: train(label, problem_ids, seed, args.steps, args.tasks, args.trees, args.nodes,
+                                      args.lr),
+            lambda run: f"team reward (last 5) {run.final_eval:.3f}, P(reference) "
+                        + ", ".join(f"{a} {run.extra[f'p_reference/{a}']:.2f}" for a in AGENTS)
+                        + f", {run.seconds:.0f}s")
     rows = []
     for label in args.configs:
         mine = [r for r in runs if r.label == label]

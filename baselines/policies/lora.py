@@ -1,14 +1,21 @@
-"""LoRA adapters: one peft adapter per agent on a shared frozen base model."""
+"""LoRA adapters: one peft adapter per agent on a shared frozen base model, and their names."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from torch import nn
 
 if TYPE_CHECKING:
-    from baselines.policies.team import TeamConfig
+    from baselines.policies.team_config import TeamConfig
+
+
+def adapter_name(agent: str) -> str:
+    """The adapter name of ``agent``: peft stores adapters in ModuleDicts, so names must be valid
+    attribute-like keys (``"agent_" + agent`` with non-word characters replaced by ``_``)."""
+    return "agent_" + re.sub(r"\W", "_", agent)
 
 
 def add_lora_adapters(base: nn.Module, config: TeamConfig, names: Sequence[str]) -> nn.Module:

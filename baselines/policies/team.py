@@ -17,81 +17,33 @@ with :meth:`Team.sequence_logprobs` (gradients on), the KL reference with
 :meth:`Team.reference_logprobs` (frozen copy, or the adapter-free base in LoRA mode), and
 optimizes :meth:`Team.trainable_parameters`. Models are kept in ``eval()`` mode (no dropout),
 so sampling and training see the same distribution; gradients flow all the same.
+
+This module is the team object (lookup, tokens, scoring, trained parameters). Its config and
+policy keys live in :mod:`baselines.policies.team_config`, the loading of its models in
+:mod:`baselines.policies.team_build`, the LoRA adapters in :mod:`baselines.policies.lora`, its
+files on disk in :mod:`baselines.policies.team_files`; the names are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from transformers import PreTrainedTokenizerBase
 
 from baselines.models.presets import resolve_model
-from baselines.policies.loading import checkpointed_layers, frozen_copy, load_model, load_tokenizer
+from baselines.policies.loading import checkpointed_layers
 from baselines.policies.logprobs import completion_logprobs
-from baselines.policies.lora import add_lora_adapters
+from baselines.policies.team_build import build_team_parts
+from baselines.policies.team_config import DEFAULT_LORA_TARGETS, Mode, PolicyKey, TeamConfig
+from baselines.policies.team_files import TEAM_FILE, export_pretrained, read_team, write_team
 from baselines.policies.vocab_mask import restrict_vocabulary
 
-Mode = Literal["shared", "lora", "separate"]
-DEFAULT_LORA_TARGETS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-TEAM_FILE = "team.json"
-
-
-@dataclass
-class TeamConfig:
-    """How the team is built.
-
-    Args:
-        mode: "shared", "lora" or "separate" (see the module docstring).
-        model: checkpoint (local path, hub id, or a preset of :mod:`baselines.models` such as
-            ``"smollm2-135m-instruct"``) of the shared model / LoRA base; in "separate"
-            mode the fallback for agents missing from ``models``.
-        models: agent -> checkpoint, for "separate" mode.
-        lora_r, lora_alpha, lora_dropout, lora_target_modules: LoRA settings ("lora" mode).
-        dtype: "float32", "bfloat16" or "float16".
-        device: torch device string.
-        reference: keep a frozen reference policy for KL (a frozen copy of each model; in LoRA
-            mode the base model with the adapter disabled, which costs nothing).
-        gradient_checkpointing: recompute decoder-layer activations in the backward pass of
-            :meth:`Team.sequence_logprobs` (less memory, ~30% more compute); generation is
-            unaffected (it runs with the KV cache, see :meth:`Team.generating`).
-    """
-
-    mode: Mode = "shared"
-    model: str | None = None
-    models: dict[str, str] = field(default_factory=dict)
-    lora_r: int = 8
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0
-    lora_target_modules: tuple[str, ...] = DEFAULT_LORA_TARGETS
-    dtype: str = "float32"
-    device: str = "cpu"
-    reference: bool = False
-    gradient_checkpointing: bool = False
-
-
-@dataclass(frozen=True)
-class PolicyKey:
-    """Identifies the weights that serve an agent: a model slot and, in LoRA mode, an adapter."""
-
-    model: str
-    adapter: str | None = None
-
-    def __str__(self) -> str:
-        return self.model if self.adapter is None else f"{self.model}+{self.adapter}"
-
-
-def _adapter_name(agent: str) -> str:
-    # peft stores adapters in ModuleDicts: names must be valid attribute-like keys.
-    return "agent_" + re.sub(r"\W", "_", agent)
+__all__ = ["DEFAULT_LORA_TARGETS", "TEAM_FILE", "Mode", "PolicyKey", "Team", "TeamConfig"]
 
 
 class Team:
@@ -118,60 +70,8 @@ class Team:
     def from_config(cls, config: TeamConfig, agents: Sequence[str]) -> Team:
         """Load the checkpoints named by ``config`` and build the map for ``agents``."""
         agents = list(agents)
-        if not agents or len(set(agents)) != len(agents):
-            raise ValueError(f"agents must be a non-empty list of distinct names, got {agents}")
-        models: dict[str, nn.Module] = {}
-        tokenizers: dict[str, PreTrainedTokenizerBase] = {}
-        keys: dict[str, PolicyKey] = {}
-        refs: dict[str, nn.Module] = {}
-        if config.mode in ("shared", "lora"):
-            if not config.model:
-                raise ValueError(f"mode {config.mode!r} needs TeamConfig.model")
-            path = resolve_model(config.model)
-            base = load_model(
-                path,
-                dtype=config.dtype,
-                device=config.device,
-                gradient_checkpointing=config.gradient_checkpointing,
-            )
-            tokenizers["shared"] = load_tokenizer(path)
-            if config.mode == "shared":
-                models["shared"] = base
-                keys = {a: PolicyKey("shared") for a in agents}
-                if config.reference:
-                    refs["shared"] = frozen_copy(base)
-            else:
-                names = [_adapter_name(a) for a in agents]
-                if len(set(names)) != len(names):
-                    raise ValueError(f"agent names {agents} collide as adapter names {names}")
-                models["shared"] = add_lora_adapters(base, config, names)
-                keys = {a: PolicyKey("shared", _adapter_name(a)) for a in agents}
-        elif config.mode == "separate":
-            for a in agents:
-                path = config.models.get(a, config.model)
-                if not path:
-                    raise ValueError(
-                        f"separate mode: no checkpoint for agent {a!r} (TeamConfig.models or .model)"
-                    )
-                path = resolve_model(path)
-                models[a] = load_model(
-                    path,
-                    dtype=config.dtype,
-                    device=config.device,
-                    gradient_checkpointing=config.gradient_checkpointing,
-                )
-                tokenizers[a] = load_tokenizer(path)
-                keys[a] = PolicyKey(a)
-                if config.reference:
-                    refs[a] = frozen_copy(models[a])
-            unknown = set(config.models) - set(agents)
-            if unknown:
-                raise ValueError(
-                    f"TeamConfig.models names unknown agents {sorted(unknown)}; agents: {agents}"
-                )
-        else:
-            raise ValueError(f"unknown team mode {config.mode!r}; expected 'shared', 'lora' or 'separate'")
-        return cls(config, agents, models, tokenizers, keys, refs)
+        parts = build_team_parts(config, agents)
+        return cls(config, agents, parts.models, parts.tokenizers, parts.keys, parts.references)
 
     # ----------------------------------------------------------------------------- lookup
     def _check_agent(self, agent: str) -> None:
@@ -381,45 +281,20 @@ class Team:
     def save(self, directory: str | Path, state: Mapping[str, Mapping[str, Tensor]] | None = None) -> Path:
         """Write ``team.json`` (config + agents) and one safetensors file of trained weights per policy
         (``state``: those weights as :meth:`state_dict` gives them, e.g. gathered from sharded models)."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        state = self.state_dict() if state is None else state
-        files = {}
-        for i, (name, tensors) in enumerate(state.items()):
-            files[name] = f"policy_{i}.safetensors"
-            save_file(tensors, str(directory / files[name]))
-        meta = {"config": asdict(self.config), "agents": self.agents, "files": files}
-        (directory / TEAM_FILE).write_text(json.dumps(meta, indent=2))
-        return directory
+        return write_team(directory, self.config, self.agents, self.state_dict() if state is None else state)
 
     @classmethod
     def load(cls, directory: str | Path, **overrides: Any) -> Team:
         """Rebuild a team saved by :meth:`save` (from its original checkpoints) and load its trained weights.
 
         ``overrides`` replace config fields (e.g. ``device="cuda"``)."""
-        directory = Path(directory)
-        meta = json.loads((directory / TEAM_FILE).read_text())
-        cfg = meta["config"]
-        cfg["lora_target_modules"] = tuple(cfg["lora_target_modules"])
-        cfg.update(overrides)
-        team = cls.from_config(TeamConfig(**cfg), meta["agents"])
-        team.load_state_dict({name: load_file(str(directory / f)) for name, f in meta["files"].items()})
+        config, agents, state = read_team(directory, **overrides)
+        team = cls.from_config(config, agents)
+        team.load_state_dict(state)
         return team
 
     def export_pretrained(self, directory: str | Path) -> dict[str, Path]:
         """Save each policy in Hugging Face format (full model + tokenizer, or peft adapters) for serving.
 
         Returns policy key string -> directory."""
-        directory = Path(directory)
-        out: dict[str, Path] = {}
-        for key in self.policy_keys():
-            target = directory / re.sub(r"\W", "_", str(key))
-            agent = self.agents_of(key)[0]
-            model = self._models[key.model]
-            if key.adapter is None:
-                model.save_pretrained(target)
-            else:
-                model.save_pretrained(target, selected_adapters=[key.adapter])
-            self.tokenizer(agent).save_pretrained(target)
-            out[str(key)] = target
-        return out
+        return export_pretrained(self, directory)

@@ -33,6 +33,7 @@ from transformers import (
     AutoModelForCausalLM,
     GenerationConfig,
     LlamaConfig,
+    PreTrainedModel,
     PreTrainedTokenizerFast,
     Qwen2Config,
 )
@@ -232,13 +233,7 @@ def build_tiny_model(
                         module.weight.normal_(0.0, qk_std)
             if head_std is not None and not tie_embeddings:
                 model.get_output_embeddings().weight.normal_(0.0, head_std)
-    model.generation_config = GenerationConfig(
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
-    )
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    return _save(model, tok, path)
 
 
 def qwen25_05b_shape_config(
@@ -286,6 +281,11 @@ def build_shape_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config)
+    return _save(model, tok, path)
+
+
+def _save(model: PreTrainedModel, tok: PreTrainedTokenizerFast, path: Path) -> Path:
+    """Save ``model`` (generation config from the tokenizer's special ids) and ``tok`` into ``path``."""
     model.generation_config = GenerationConfig(
         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
     )

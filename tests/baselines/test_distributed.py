@@ -17,11 +17,6 @@ Every launch binds a free loopback port (127.0.0.1, gloo on ``lo``).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,40 +28,13 @@ from baselines.config import load_config
 from baselines.distributed import DistContext
 from baselines.samples import SampleTable
 from baselines.trainer import Trainer
+from tests.baselines.distributed_runs import check_resumed_step_2, launch, torchrun
 
 pytestmark = pytest.mark.slow  # two launches of 2 processes each (about a minute on a loaded machine)
 
-ROOT = Path(__file__).resolve().parents[2]
 OVERRIDES = ["scheme=dr_mas", "model.sharing=lora", "rollout.tasks_per_step=4", "rollout.group_size=4",
              "optim.epochs=1", "optim.minibatch_size=0", "log.tensorboard=false", "log.plot=false",
              "log.progress=false", "log.save_every=1", "log.save_samples=true"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def launch(launcher: list[str], args: list[str]) -> None:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([*launcher, "-m", "baselines.train", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-
-
-def torchrun() -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-            "--master_port", str(free_port())]
-
-
-def accelerate_launch() -> list[str]:
-    # --multi_gpu selects accelerate's torch.distributed.run launcher; the trainer picks gloo because
-    # device=cpu (accelerate's own --cpu multi-process mode needs mpirun)
-    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-            "--num_machines", "1", "--main_process_ip", "127.0.0.1", "--main_process_port", str(free_port()),
-            "--mixed_precision", "no", "--dynamo_backend", "no"]
 
 
 @pytest.fixture(scope="module")
@@ -107,21 +75,8 @@ def test_only_rank_zero_writes(straight):
 
 
 def test_resumed_two_rank_run_equals_the_uninterrupted_one(straight, tmp_path):
-    resumed = tmp_path / "resumed"
-    (resumed / "checkpoints").mkdir(parents=True)
-    shutil.copy(straight / "checkpoints" / "step_1.pt", resumed / "checkpoints" / "step_1.pt")
-    (resumed / "checkpoints" / "latest").write_text("step_1.pt")
-    launch(accelerate_launch(), ["--resume", str(resumed), "--steps", "2", "--no-eval"])
-    a = load_checkpoint(straight / "checkpoints" / "step_2.pt")
-    b = load_checkpoint(resumed / "checkpoints" / "step_2.pt")
-    for policy, tensors in a["team"].items():
-        for name, value in tensors.items():
-            assert torch.equal(value, b["team"][policy][name]), (policy, name)
-    for key, state in a["optimizers"].items():
-        for pid, s in state["state"].items():
-            assert torch.equal(s["exp_avg_sq"], b["optimizers"][key]["state"][pid]["exp_avg_sq"])
+    a, b = check_resumed_step_2(straight, tmp_path)
     assert a["generation_calls_per_rank"] == b["generation_calls_per_rank"]
-    assert (straight / "samples" / "step_2.jsonl").read_text() == (resumed / "samples" / "step_2.jsonl").read_text()
 
 
 def test_shards_cover_every_task_once_in_order():

@@ -20,7 +20,6 @@ Every launch binds a free loopback port (127.0.0.1, gloo on ``lo``).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -32,7 +31,7 @@ from baselines.config import load_config
 from baselines.samples import SampleTable
 from baselines.step_metrics import step_metrics
 from baselines.trainer import Trainer
-from tests.baselines.test_distributed import accelerate_launch, launch, torchrun
+from tests.baselines.distributed_runs import check_resumed_step_2, launch, torchrun
 
 pytestmark = pytest.mark.slow  # four launches of 2 processes: 54-115 s each with the 2 cores under load 10-19
 # (the DDP launches of test_distributed.py took 55-61 s at the same time); ~30 s of CPU per launch
@@ -140,21 +139,7 @@ def test_fsdp_shards_parameters_and_optimizer_state(shared_run, tmp_path):
 
 
 def test_fsdp_checkpoint_resumes_on_two_ranks_and_in_one_process(shared_run, tmp_path):
-    resumed = tmp_path / "resumed"
-    (resumed / "checkpoints").mkdir(parents=True)
-    shutil.copy(shared_run / "checkpoints" / "step_1.pt", resumed / "checkpoints" / "step_1.pt")
-    (resumed / "checkpoints" / "latest").write_text("step_1.pt")
-    launch(accelerate_launch(), ["--resume", str(resumed), "--steps", "2", "--no-eval"])
-    a = load_checkpoint(shared_run / "checkpoints" / "step_2.pt")
-    b = load_checkpoint(resumed / "checkpoints" / "step_2.pt")
-    for policy, tensors in a["team"].items():
-        for name, value in tensors.items():
-            assert torch.equal(value, b["team"][policy][name]), (policy, name)
-    for key, state in a["optimizers"].items():
-        for pid, s in state["state"].items():
-            for moment in ("exp_avg", "exp_avg_sq"):
-                assert torch.equal(s[moment], b["optimizers"][key]["state"][pid][moment]), (key, pid, moment)
-    assert (shared_run / "samples" / "step_2.jsonl").read_text() == (resumed / "samples" / "step_2.jsonl").read_text()
+    check_resumed_step_2(shared_run, tmp_path)
     # one process reads the same full checkpoint (the weights, every AdamW moment) and trains on
     cfg = load_config(overrides=[*overrides("shared"), f"model.tiny_dir={tmp_path / 'tiny'}"])
     single = Trainer(cfg, tmp_path / "single")

@@ -4,41 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from baselines.generation import GenerationConfig, GenOutput, GenRequest, TransformersBackend
+from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
 from baselines.policies import Team, TeamConfig
 from llm_marl_envs.toy import signal_game_v0
 from tests.baselines.conftest import chat
-
-AGENTS = ["speaker", "listener"]
-
-
-
-
-
-
-
-
-USERS = [
-    "candidates: apple boat cat drum\ntarget: cat",
-    "target: egg",
-    "candidates: owl pen nut jar kite lamp moon\ntarget: owl",
-    "candidates: fish goat\nmessage: goat",
-]
-
-
-def requests() -> list[GenRequest]:
-    return [GenRequest(AGENTS[i % 2], chat(u, AGENTS[i % 2])) for i, u in enumerate(USERS)]
-
-
-def assert_logprobs_recomputed(team: Team, outs: list[GenOutput], temperature: float) -> None:
-    for out in outs:
-        logps, _ = team.sequence_logprobs(
-            out.agent, [out.prompt_ids], [out.completion_ids], temperature=temperature
-        )
-        assert len(out.logprobs) == len(out.completion_ids) > 0
-        torch.testing.assert_close(logps[0].detach(), torch.tensor(out.logprobs), atol=1e-4, rtol=0)
+from tests.baselines.generation_helpers import (
+    AGENTS,
+    assert_logprobs_recomputed,
+    count_generate_calls,
+    perturb_adapter,
+    requests,
+    team_taught_to_stop,
+)
 
 
 @pytest.mark.parametrize("model", ["word", "windowed"])
@@ -46,10 +24,7 @@ def assert_logprobs_recomputed(team: Team, outs: list[GenOutput], temperature: f
 def test_sampling_logprobs_match_recomputation(tiny_paths, mode, model):
     team = Team.from_config(TeamConfig(mode=mode, model=tiny_paths[model]), AGENTS)
     if mode == "lora":  # make the two adapters differ
-        with torch.no_grad():
-            for n, p in team.trainable_parameters("listener").items():
-                if "lora_B" in n:
-                    p.normal_(0, 0.3)
+        perturb_adapter(team, "listener", 0.3)
     backend = TransformersBackend(team, GenerationConfig(max_new_tokens=12, temperature=1.0, seed=0))
     reqs = requests()
     outs = backend.generate(reqs)
@@ -67,14 +42,7 @@ def test_sampling_logprobs_match_recomputation(tiny_paths, mode, model):
 def test_one_generate_call_per_policy(tiny_paths):
     team = Team.from_config(TeamConfig(mode="lora", model=tiny_paths["word"]), AGENTS)
     model = team.model("speaker")
-    calls: list[int] = []
-    real_generate = model.generate
-
-    def counting_generate(*args, **kwargs):
-        calls.append(kwargs["input_ids"].shape[0])
-        return real_generate(*args, **kwargs)
-
-    model.generate = counting_generate
+    calls = count_generate_calls(model, 0)
     # one call for the whole team: peft applies each row's adapter (mixed-adapter batch)
     TransformersBackend(team, GenerationConfig(max_new_tokens=4, seed=0)).generate(requests() * 3)
     assert calls == [12]
@@ -89,10 +57,7 @@ def test_one_generate_call_per_policy(tiny_paths):
 
 def test_mixed_adapter_batch_matches_per_adapter_calls(tiny_paths):
     team = Team.from_config(TeamConfig(mode="lora", model=tiny_paths["word"]), AGENTS)
-    with torch.no_grad():
-        for n, p in team.trainable_parameters("listener").items():
-            if "lora_B" in n:
-                p.normal_(0, 0.5)
+    perturb_adapter(team, "listener", 0.5)
     cfg = GenerationConfig(max_new_tokens=8, temperature=0)
     mixed = TransformersBackend(team, cfg).generate(requests())
     split = TransformersBackend(team, cfg, mixed_adapters=False).generate(requests())
@@ -132,20 +97,11 @@ def test_seeded_sampling_is_reproducible(tiny_paths):
 
 def test_completion_stops_at_eos(tiny_paths):
     """Teach the model to answer prompt 0 with " cat</s>" and prompt 1 with a long run without EOS."""
-    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
+    team, prompts, cat_eos = team_taught_to_stop(tiny_paths["word"])
     tok = team.tokenizer("speaker")
-    prompts = [team.encode_prompt("speaker", chat(u)) for u in USERS[:2]]
-    cat = tok(" cat", add_special_tokens=False)["input_ids"]
-    targets = [cat + [tok.eos_token_id], tok(" egg" * 5, add_special_tokens=False)["input_ids"]]
-    opt = torch.optim.Adam(team.trainable_parameters("speaker").values(), lr=3e-2)
-    for _ in range(25):
-        opt.zero_grad()
-        logps, _ = team.sequence_logprobs("speaker", prompts, targets)
-        (-sum(lp.sum() for lp in logps)).backward()
-        opt.step()
     backend = TransformersBackend(team, GenerationConfig(max_new_tokens=4, temperature=0))
     stop, length = backend.generate([GenRequest("speaker", prompt_ids=p) for p in prompts])
-    assert stop.completion_ids == cat + [tok.eos_token_id]
+    assert stop.completion_ids == cat_eos
     assert stop.finish_reason == "stop" and stop.text == " cat"
     assert len(length.completion_ids) == 4 and length.finish_reason == "length"
     assert tok.eos_token_id not in length.completion_ids and length.text == " egg" * 4
@@ -199,14 +155,7 @@ def test_bad_requests(tiny_paths):
 def test_length_buckets(tiny_paths):
     team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
     model = team.model("speaker")
-    calls: list[int] = []
-    real_generate = model.generate
-
-    def counting_generate(*args, **kwargs):
-        calls.append(kwargs["input_ids"].shape[1])
-        return real_generate(*args, **kwargs)
-
-    model.generate = counting_generate
+    calls = count_generate_calls(model, 1)
     cfg = GenerationConfig(max_new_tokens=4, temperature=0)
     reqs = requests() + [GenRequest("speaker", chat("candidates: " + "apple boat " * 40))]
     one = TransformersBackend(team, cfg).generate(reqs)

@@ -14,7 +14,13 @@ from baselines.generation import GenerationConfig, GenRequest, TransformersBacke
 from baselines.generation.transformers_backend import SampledLogprobs
 from baselines.policies import Team, TeamConfig
 from tests.baselines.conftest import chat
-from tests.baselines.test_generation import AGENTS, USERS, assert_logprobs_recomputed
+from tests.baselines.generation_helpers import (
+    AGENTS,
+    USERS,
+    assert_logprobs_recomputed,
+    perturb_adapter,
+    team_taught_to_stop,
+)
 
 
 def grouped_requests(group: int) -> list[GenRequest]:
@@ -37,10 +43,7 @@ def test_shared_prefill_changes_nothing_but_the_work(tiny_paths, mode, model):
     team = Team.from_config(TeamConfig(mode=mode, model=tiny_paths[model]), AGENTS)
     # LoRA: the two agents' adapters differ, so the same text is a different policy (no sharing between them)
     if mode == "lora":
-        with torch.no_grad():
-            for n, p in team.trainable_parameters("listener").items():
-                if "lora_B" in n:
-                    p.normal_(0, 0.3)
+        perturb_adapter(team, "listener", 0.3)
     reqs = grouped_requests(3) + [GenRequest("listener", chat(USERS[0], "speaker"))]
     # shared model: the listener's copy of the speaker prompt shares its prefill too
     distinct = 5 if mode == "lora" else 4
@@ -123,17 +126,7 @@ def test_length_bucketed_prefill(tiny_paths, model, share):
 def test_stopped_rows_leave_the_batch(tiny_paths):
     """Decoding in segments drops the rows that stopped; completions, log-probs and stop reasons are
     those of one unsegmented call, also when every row stops early (generate ends before the cap)."""
-    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
-    tok = team.tokenizer("speaker")
-    prompts = [team.encode_prompt("speaker", chat(u)) for u in USERS[:2]]
-    cat = tok(" cat", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    targets = [cat, tok(" egg" * 5, add_special_tokens=False)["input_ids"]]
-    opt = torch.optim.Adam(team.trainable_parameters("speaker").values(), lr=3e-2)
-    for _ in range(25):
-        opt.zero_grad()
-        logps, _ = team.sequence_logprobs("speaker", prompts, targets)
-        (-sum(lp.sum() for lp in logps)).backward()
-        opt.step()
+    team, prompts, cat = team_taught_to_stop(tiny_paths["word"])
     reqs = [GenRequest("speaker", prompt_ids=p) for p in (prompts[0], prompts[0], prompts[1])]
     greedy = GenerationConfig(max_new_tokens=7, temperature=0)
     shapes = record_forwards(team)

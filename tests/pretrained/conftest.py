@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from baselines.models import PreparedModel, prepare_preset
+from tests.baselines.conftest import one_torch_thread  # noqa: F401  (autouse: the cores are shared)
 
 PRESET = "smollm2-135m-instruct"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """The test machine's cores are shared: one torch thread keeps timings sane."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="session")
