@@ -166,21 +166,23 @@ def turn1_view(table: SampleTable, gamma_a: float, gamma_b: float) -> dict[str, 
     score of its children) -- the expected final score of the sampled policy.
     ``rank_flip``: fraction of turn-1 groups in which two joint actions are ranked in opposite
     orders by the return-to-go with ``gamma_a`` and with ``gamma_b`` (the two agents' groups of
-    one node hold the same values, so main's are counted). ``ended_turn1``: fraction of turn-1
-    joint actions that ended the episode.
+    one node hold the same values, so main's are counted); ``best_flip``: fraction in which no
+    joint action is a best one under both. ``ended_turn1``: fraction of turn-1 joint actions
+    that ended the episode.
     """
     rows = np.flatnonzero((table.depth == 0) & (table.agent == "main"))
     r_a, r_b, r_1 = (magrpo_returns(table, g)[rows] for g in (gamma_a, gamma_b, 1.0))
     groups, n = group_index(table.task[rows], sibling_key(table)[rows])
-    flips = []
+    flips, best = [], []
     for g in range(n):
         a, b = r_a[groups == g], r_b[groups == g]
         da, db = a[:, None] - a[None, :], b[:, None] - b[None, :]
         flips.append(bool(np.any(da * db < -1e-9)))
+        best.append(not np.any((a >= a.max() - 1e-9) & (b >= b.max() - 1e-9)))
     children = {(t, e, p) for t, e, p in zip(table.task, table.episode, table.parent) if p >= 0}
     ended = [(t, e, nd) not in children for t, e, nd in zip(table.task[rows], table.episode[rows], table.node[rows])]
     return {"team_return": float(np.mean(r_1)), "rank_flip": float(np.mean(flips)),
-            "ended_turn1": float(np.mean(ended))}
+            "best_flip": float(np.mean(best)), "ended_turn1": float(np.mean(ended))}
 
 
 def probabilities(policy: MenuPolicy) -> dict[str, float]:
@@ -226,24 +228,26 @@ def report(runs: list[Run], labels: list[str]) -> str:
                      p("helper/turn2/informed/draft|repair"), p("main/turn2/informed/coop"),
                      spread([np.mean(r.series("ended_turn1")[-5:]) for r in mine], ".2f"),
                      spread([np.mean(r.series("rank_flip")) for r in mine], ".2f"),
+                     spread([np.mean(r.series("best_flip")) for r in mine], ".2f"),
                      spread([r.seconds for r in mine], ".0f")])
     return markdown_table(["variant, gamma", "team return (last 5 steps, max 4)", "step reaching 3.6 (per seed)",
                            "main P(coop) turn 1", "main P(solo) turn 1", "helper P(draft) turn 1",
                            "helper P(repair) turn 2 informed", "main P(coop) turn 2 informed",
                            "turn-1 nodes ending the episode (last 5)",
-                           "turn-1 groups ranked differently by gamma 0 / 0.9", "seconds"], rows)
+                           "turn-1 groups ranked differently by gamma 0 / 0.9",
+                           "turn-1 groups whose best joint action differs", "seconds"], rows)
 
 
 def main(argv: list[str] | None = None) -> list[Run]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--gammas", nargs="+", type=float, default=[0.0, 0.9])
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--steps", type=int, default=40)
-    ap.add_argument("--tasks", type=int, default=4, help="problems (trees) per step")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--tasks", type=int, default=3, help="problems (trees) per step")
     ap.add_argument("--k", type=int, default=4, help="G: joint actions per node")
     ap.add_argument("--problems", type=int, default=8, help="HumanEval problems in the pool")
-    ap.add_argument("--lr", type=float, default=3.0, help="logit step size")
+    ap.add_argument("--lr", type=float, default=6.0, help="logit step size")
     ap.add_argument("--plot", type=Path, default=None)
     add_run_io_args(ap)
     args = ap.parse_args(argv)
