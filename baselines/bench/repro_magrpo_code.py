@@ -43,8 +43,9 @@ sampled policy, estimated on each step's tree: a turn-1 node's final score if it
 episode, else the mean final score of its children; max 4.0) over the last 5 steps, the
 first step from which 3 consecutive steps reach 90% (3.6), the final menu probabilities per
 agent and state, and -- on every step's real tree -- the fraction of turn-1 groups whose
-joint actions gamma 0 and gamma 0.9 rank differently (where that is 0 the turn-1 reward
-already carries the return-to-go's signal, and gamma cannot matter).
+joint actions the return-to-go with gamma 0 and with gamma 0.9 rank differently, and whose
+best joint actions differ (gamma only changes the turn-1 rows: a turn-2 group's advantages
+are ``s_2 - mean(s_2)`` for every gamma).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def turn1_score(env: Any, answers: Mapping[str, str], task_id: str) -> tuple[flo
 
 def menu_behaves(env: Any, problem: CodeProblem, variant: str) -> bool:
     """The labels hold in the sandbox: oracle 4.0 and solo 2.5 end the episode; the draft and the stub
-    with coop run the tests and fail every one (setup) / some (partial) of them."""
+    with coop run the (>= 3) tests and fail every one (setup) / some (partial) of them."""
     m = menus(problem, variant)
     h, main = m["helper"], m["main"]["turn1"]
     oracle = turn1_score(env, {"helper": h["turn2/informed"][0], "main": main[0]}, problem.task_id)
@@ -140,22 +141,22 @@ def menu_behaves(env: Any, problem: CodeProblem, variant: str) -> bool:
     draft = turn1_score(env, {"helper": h["turn1"][0], "main": main[0]}, problem.task_id)
     stub = turn1_score(env, {"helper": h["turn1"][1], "main": main[0]}, problem.task_id)
     draft_ok = draft[1] == 0 if variant == "setup" else 0 < draft[1] < draft[2]
-    return (oracle[0] == MAX_SCORE and oracle[3] and solo[0] == 2.5 and solo[3] and draft_ok and not draft[3]
+    return (draft[2] >= 3 and oracle[0] == MAX_SCORE and oracle[3] and solo[0] == 2.5 and solo[3] and draft_ok and not draft[3]
             and stub[1] == 0 and not stub[3])
 
 
 def choose_problems(n: int) -> list[CodeProblem]:
-    """The first ``n`` HumanEval problems (>= 3 tests) whose menus behave as labelled in both variants."""
+    """The first ``n`` HumanEval problems whose menus behave as labelled in both variants."""
     chosen: list[CodeProblem] = []
     for p in load_humaneval():
-        if not p.reference_program or len(chosen) == n:
+        if not p.reference_program:
             continue
         env = llm_marl_envs.make("code/helper_main_v0", problems=[p], max_turns=2, feedback="full")
-        if all(menu_behaves(env, p, v) for v in VARIANTS) and env.unwrapped.history[-1].score.n_tests >= 3:
+        if all(menu_behaves(env, p, v) for v in VARIANTS):
             chosen.append(p)
-    if len(chosen) < n:
-        raise RuntimeError(f"only {len(chosen)} HumanEval problems have well-behaved menus")
-    return chosen
+            if len(chosen) == n:
+                return chosen
+    raise RuntimeError(f"only {len(chosen)} HumanEval problems have well-behaved menus")
 
 
 def turn1_view(table: SampleTable, gamma_a: float, gamma_b: float) -> dict[str, float]:
