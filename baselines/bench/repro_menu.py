@@ -1,9 +1,9 @@
 """A deliberately tiny policy for the code-task reproductions: each agent picks from a fixed menu.
 
 Tiny language models trained from scratch in minutes cannot write programs, so the
-coder/tester, tree-search and helper/main reproductions (``repro_at_grpo_alpha``, ``repro_mars2``,
-``repro_magrpo_code``) let
-every agent choose among a few **real** candidate answers per problem -- the reference
+coder/tester, tree-search and helper/main reproductions (``repro_at_grpo_alpha``,
+``repro_mars2``, ``repro_magrpo_code``) let every agent choose among a few **real**
+candidate answers per problem (per state, where a menu depends on it) -- the reference
 solution, a buggy variant that is wrong on about half the inputs, a program that is always
 wrong, prose without code; or, for a tester, the golden test suite, a one-test suite, the
 golden suite negated, no tests. The answers go through the real environment, its sandbox
