@@ -1,8 +1,9 @@
 """A deliberately tiny policy for the code-task reproductions: each agent picks from a fixed menu.
 
 Tiny language models trained from scratch in minutes cannot write programs, so the
-coder/tester and tree-search reproductions (``repro_at_grpo_alpha``, ``repro_mars2``) let
-every agent choose among a few **real** candidate answers per problem -- the reference
+coder/tester, tree-search and helper/main reproductions (``repro_at_grpo_alpha``,
+``repro_mars2``, ``repro_magrpo_code``) let every agent choose among a few **real**
+candidate answers per problem (per state, where a menu depends on it) -- the reference
 solution, a buggy variant that is wrong on about half the inputs, a program that is always
 wrong, prose without code; or, for a tester, the golden test suite, a one-test suite, the
 golden suite negated, no tests. The answers go through the real environment, its sandbox
@@ -32,6 +33,8 @@ _PROBLEM_ID = re.compile(r"Problem ([^\s:]+?)[.:]?\s")
 
 #: a state of the tabular policy, from the agent's chat (e.g. the turn, or draft / refine)
 StateFn = Callable[[Sequence[Mapping[str, str]]], str]
+#: one agent's answer texts for a problem: one list, or one list per state
+Menu = Sequence[str] | Mapping[str, Sequence[str]]
 
 
 def problem_id(messages: Sequence[Mapping[str, str]]) -> str:
@@ -113,11 +116,13 @@ class MenuPolicy:
 class MenuBackend:
     """A ``Generator`` that answers each request by sampling the menu policy (module docstring).
 
-    ``menus[problem id][agent]`` is the list of answer texts, in the order of ``policy.options``;
-    ``state_fn`` maps the agent's chat to the policy state.
+    ``menus[problem id][agent]`` is the list of answer texts, in the order of ``policy.options``,
+    or a mapping ``state -> list`` where the answers an agent can give depend on its state (e.g.
+    a repair that only feedback showing the failing tests makes possible); ``state_fn`` maps the
+    agent's chat to the policy state.
     """
 
-    def __init__(self, policy: MenuPolicy, menus: Mapping[str, Mapping[str, Sequence[str]]], state_fn: StateFn,
+    def __init__(self, policy: MenuPolicy, menus: Mapping[str, Mapping[str, Menu]], state_fn: StateFn,
                  rng: np.random.Generator) -> None:
         self.policy, self.menus, self.state_fn, self.rng = policy, menus, state_fn, rng
         self.states: list[str] = []
@@ -134,7 +139,8 @@ class MenuBackend:
             state = self.state_fn(messages)
             p = self.policy.probs(req.agent, state)
             choice = int(self.rng.choice(len(p), p=p))
-            text = self.menus[problem_id(messages)][req.agent][choice]
+            texts = self.menus[problem_id(messages)][req.agent]
+            text = (texts[state] if isinstance(texts, Mapping) else texts)[choice]
             out.append(GenOutput(req.agent, [self.state_id(state)], [choice], [float(np.log(p[choice]))], text,
                                  "stop"))
         return out
