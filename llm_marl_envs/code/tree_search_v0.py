@@ -74,6 +74,10 @@ Scripted policies: :func:`best_policy` (oracle: the reference solution at every 
 :func:`buggy_then_fixed_policy` (writes a wrong program; repairs it only when its
 observation shows a failing *public* input in the feedback), :func:`always_fail_policy`,
 :func:`random_policy`.
+
+Module layout: the agents' instructions and node prompts are in
+:mod:`llm_marl_envs.code.tree_search_text`, running programs and the final reward in
+:mod:`llm_marl_envs.code.tree_search_eval`, the policies in :mod:`llm_marl_envs.code.tree_search_policies`.
 """
 
 from __future__ import annotations
@@ -107,6 +111,11 @@ from llm_marl_envs.code.tree_search_policies import (  # noqa: F401
     tree_json,
     wrong_program,
 )
+from llm_marl_envs.code.tree_search_text import (  # noqa: F401  (DEFAULT_INSTRUCTIONS: a public name of this module)
+    DEFAULT_INSTRUCTIONS,
+    node_prompt,
+    role_instructions,
+)
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
 from llm_marl_envs.data.humaneval import CodeProblem
 from llm_marl_envs.data.stdio_problems import StdioProblem
@@ -117,13 +126,6 @@ SCORE_MODES = ("fraction", "binary")
 INFRA_POLICIES = ("flag", "raise")
 HISTORY_MODES = ("node", "full")
 HIDDEN_EVAL = ("best", "all")
-
-DEFAULT_INSTRUCTIONS = (
-    "You are {agent}, one of {n} programmers who together search for a correct solution to a "
-    "programming problem. You will be asked either to write a solution from scratch or to "
-    "improve a previous candidate using its test results. Answer with one complete Python "
-    "program in a ```python code block."
-)
 
 
 class raw_env(SandboxResource, TreeSearchEvaluation, TextCollabEnv):
@@ -207,13 +209,7 @@ class raw_env(SandboxResource, TreeSearchEvaluation, TextCollabEnv):
         names = list(agent_names) if agent_names is not None else [f"agent_{i}" for i in range(n_agents)]
         if not names:
             raise ValueError("need at least one agent")
-        if agent_instructions is None or isinstance(agent_instructions, str):
-            texts = [agent_instructions or DEFAULT_INSTRUCTIONS] * len(names)
-        else:
-            texts = list(agent_instructions)
-            if len(texts) != len(names):
-                raise ValueError(f"{len(texts)} agent_instructions for {len(names)} agents")
-        roles = [Role(a, t.replace("{agent}", a).replace("{n}", str(len(names)))) for a, t in zip(names, texts)]
+        roles = [Role(a, t) for a, t in zip(names, role_instructions(names, agent_instructions))]
         super().__init__(
             roles,
             max_turns=max_nodes,
@@ -281,7 +277,7 @@ class raw_env(SandboxResource, TreeSearchEvaluation, TextCollabEnv):
         agent = decision.agent
         if self.history == "node":
             self.forget(agent)
-        self.tell(agent, self._node_prompt(decision.parent_id))
+        self.tell(agent, node_prompt(self.problem, self.tree, decision.parent_id))
 
     def _turn_agents(self) -> list[str]:
         assert self.decision is not None
@@ -380,24 +376,6 @@ class raw_env(SandboxResource, TreeSearchEvaluation, TextCollabEnv):
             print(text)
             return None
         return text
-
-    # ------------------------------------------------------------------ internals
-    def _node_prompt(self, parent_id: int) -> str:
-        p = self.problem
-        if p.kind == FUNCTION:
-            task = (f"Write the Python function `{p.entry_point}` described below (complete code, "
-                    "including the imports it needs).")  # fmt: skip
-        else:
-            task = "Write a complete Python program that reads the input from stdin and prints the answer to stdout."
-        head = f"Problem {p.task_id}. {task}\n\n{p.statement.strip()}\n"
-        if parent_id < 0:
-            return head + "\nWrite a new solution from scratch. Answer with one ```python code block."
-        parent = self.tree[parent_id]
-        return (
-            f"{head}\nA previous candidate (node #{parent.id}, by {parent.agent}):\n```python\n"
-            f"{parent.program}\n```\n\nIts results:\n{parent.feedback}\n\n"
-            "Fix it: answer with one complete corrected program in a ```python code block."
-        )
 
 
 env = make_env_fn(raw_env)

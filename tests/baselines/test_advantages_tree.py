@@ -1,139 +1,24 @@
-"""Advantage schemes against hand-computed tables (expected numbers are written literally)."""
+"""Advantage schemes against hand-computed tables (expected numbers are written literally):
+the tree- and state-grouped schemes MAGRPO, AT-GRPO and MARS2 (with its shaping and overlong penalty)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from baselines.advantages import (
-    ADVANTAGE_SCHEMES,
     AdvantageConfig,
-    agent_reward_stats,
-    agent_stats_log,
     at_grpo,
-    compute_advantages,
-    dr_mas,
-    group_index,
     grpo,
     magrpo,
     magrpo_returns,
     mars2,
     overlong_penalty,
-    sharp,
     tree_shaping,
 )
-from baselines.credit import credit_column, shapley_values
 from baselines.samples import Row, SampleTable
 
-EXACT = AdvantageConfig(eps=0.0)
-
-
-def table(*rows: Row) -> SampleTable:
-    return SampleTable.from_rows(rows)
-
-
-def flat(task: str, rewards: list[float], agent: str = "a") -> list[Row]:
-    """One row per episode of a single-agent, single-turn task."""
-    return [Row(task, e, agent, r) for e, r in enumerate(rewards)]
-
-
-# ----------------------------------------------------------------------------- registry
-
-
-def test_registry_holds_the_six_schemes_and_is_read_only():
-    assert sorted(ADVANTAGE_SCHEMES) == ["at_grpo", "dr_mas", "grpo", "magrpo", "mars2", "sharp"]
-    with pytest.raises(TypeError):
-        ADVANTAGE_SCHEMES["new"] = grpo  # type: ignore[index]
-    with pytest.raises(ValueError, match="unknown advantage scheme 'ppo'"):
-        compute_advantages(table(*flat("q", [1.0, 0.0])), "ppo")
-
-
-def test_group_index_is_lexicographic_over_key_tuples():
-    codes, n = group_index(np.array(["b", "a", "b", "a"]), np.array([1, 2, 1, 1]))
-    # keys (b,1) (a,2) (b,1) (a,1) -> sorted (a,1)=0 (a,2)=1 (b,1)=2
-    assert n == 3 and codes.tolist() == [2, 1, 2, 0]
-
-
-# ----------------------------------------------------------------------------- GRPO
-
-
-def test_grpo_pools_every_agent_and_turn_of_a_task():
-    # q1: episode 0 (reward 1) has rows of agents a and b, episode 1 (reward 0) too;
-    # the four rows [1, 1, 0, 0] form one group: mean 0.5, biased std 0.5.
-    t = table(Row("q1", 0, "a", 1.0), Row("q1", 0, "b", 1.0, turn=1),
-              Row("q1", 1, "a", 0.0), Row("q1", 1, "b", 0.0, turn=1),
-              Row("q2", 0, "a", 3.0), Row("q2", 1, "a", 1.0))
-    res = compute_advantages(t, "grpo")  # default eps 1e-6 enters as std + eps
-    hi, lo = 0.5 / (0.5 + 1e-6), 1.0 / (1.0 + 1e-6)
-    np.testing.assert_allclose(res.advantages, [hi, hi, -hi, -hi, lo, -lo], rtol=1e-12)
-    assert res.groups.tolist() == [0, 0, 0, 0, 1, 1]
-    assert res.stats["n_groups"] == 2
-
-
-def test_grpo_biased_vs_unbiased_std():
-    # [1, 0, 0]: mean 1/3; biased var 2/9 (std sqrt(2)/3), unbiased var 1/3.
-    t = table(*flat("q", [1.0, 0.0, 0.0]))
-    biased = grpo(t, EXACT).advantages
-    np.testing.assert_allclose(biased, [1.41421356237, -0.70710678119, -0.70710678119], rtol=1e-10)
-    unbiased = grpo(t, AdvantageConfig(eps=0.0, unbiased_std=True)).advantages
-    np.testing.assert_allclose(unbiased, [1.15470053838, -0.57735026919, -0.57735026919], rtol=1e-10)
-
-
-def test_grpo_std_off_is_mean_centering():
-    t = table(*flat("q", [1.0, 0.0, 0.0]))
-    res = grpo(t, AdvantageConfig(scale_by_std=False))
-    np.testing.assert_allclose(res.advantages, [2 / 3, -1 / 3, -1 / 3], rtol=1e-12)
-
-
-def test_groups_never_mix_tasks():
-    # identical episode ids, agents and turns in two tasks: two groups, not one.
-    t = table(*flat("q1", [1.0, 0.0]), *flat("q2", [5.0, 3.0]))
-    for scheme in ("grpo", "dr_mas", "magrpo", "at_grpo", "mars2"):
-        res = compute_advantages(t, scheme, AdvantageConfig(eps=0.0, scale_by_std=True))
-        for g in np.unique(res.groups):
-            assert len(set(t.task[res.groups == g])) == 1, scheme
-    np.testing.assert_allclose(grpo(t, EXACT).advantages, [1.0, -1.0, 1.0, -1.0])
-
-
-def test_singleton_group_zero_by_default_and_passthrough_option():
-    t = table(*flat("q1", [1.0, 0.0]), Row("q2", 0, "a", 0.7))
-    assert grpo(t, EXACT).advantages.tolist() == [1.0, -1.0, 0.0]
-    passthrough = grpo(t, AdvantageConfig(singleton="passthrough")).advantages
-    assert passthrough[2] == pytest.approx(0.7 / (1 + 1e-6), rel=1e-12)
-    no_std = grpo(t, AdvantageConfig(singleton="passthrough", scale_by_std=False)).advantages
-    assert no_std[2] == pytest.approx(0.7, rel=1e-12)
-    assert grpo(t, EXACT).stats["n_singleton_groups"] == 1
-
-
-def test_zero_variance_groups_give_zero_and_are_dropped_on_request():
-    t = table(*flat("q1", [1.0, 1.0, 1.0]), *flat("q2", [0.1, 0.1]), *flat("q3", [2.0, 0.0]),
-              Row("q4", 0, "a", 0.5))
-    res = grpo(t, AdvantageConfig())
-    assert res.advantages.tolist()[:5] == [0.0, 0.0, 0.0, 0.0, 0.0]
-    assert res.keep.all()  # no filtering unless asked
-    assert res.stats["n_zero_variance_groups"] == 2
-    dropped = grpo(t, AdvantageConfig(drop_zero_variance=True))
-    assert dropped.keep.tolist() == [False] * 5 + [True, True, False]
-    assert dropped.stats["keep_frac"] == pytest.approx(2 / 8)
-    kept_single = grpo(t, AdvantageConfig(drop_zero_variance=True, singleton="passthrough"))
-    assert kept_single.keep.tolist() == [False] * 5 + [True, True, True]
-
-
-def test_expected_group_size_guard():
-    t = table(*flat("q1", [1.0, 0.0]), *flat("q2", [1.0, 0.0, 0.5]))
-    with pytest.raises(ValueError, match=r"every group must hold 2 rows, found sizes \[2, 3\]"):
-        grpo(t, AdvantageConfig(expected_group_size=2))
-
-
-def test_empty_table():
-    for scheme in ADVANTAGE_SCHEMES:
-        res = compute_advantages(SampleTable.empty(), scheme, AdvantageConfig(lambda_s=0.0))
-        assert res.advantages.shape == (0,) and res.keep.shape == (0,)
-
+from .advantage_tables import EXACT, flat, table
 
 # ----------------------------------------------------------------------------- MAGRPO
 
@@ -344,129 +229,3 @@ def test_overlong_penalty():
     res = mars2(t, AdvantageConfig(eps=0.0, overlong_max_len=10, overlong_buffer=4))
     np.testing.assert_allclose(res.values, [1.0, 0.25])
     np.testing.assert_allclose(res.advantages, [1.0, -1.0])
-
-
-# ----------------------------------------------------------------------------- Dr. MAS
-
-
-def dr_mas_table() -> SampleTable:
-    # agents with different reward distributions: a in {1, 0}, b in {3, 5}
-    return table(Row("q", 0, "a", 1.0, node=1), Row("q", 0, "a", 0.0, node=2),
-                 Row("q", 0, "b", 3.0, node=3), Row("q", 0, "b", 5.0, node=4))
-
-
-def test_dr_mas_uses_per_agent_statistics():
-    t = dr_mas_table()
-    np.testing.assert_allclose(dr_mas(t, EXACT).advantages, [1.0, -1.0, -1.0, 1.0], rtol=1e-12)
-    # GRPO: one pool [1, 0, 3, 5], mean 2.25, var 3.6875
-    sd = 3.6875**0.5
-    np.testing.assert_allclose(grpo(t, EXACT).advantages, [-1.25 / sd, -2.25 / sd, 0.75 / sd, 2.75 / sd],
-                               rtol=1e-12)
-
-
-def test_dr_mas_agent_stats_and_amplification():
-    stats = agent_reward_stats(dr_mas_table(), EXACT)
-    a, b = stats["a"], stats["b"]
-    assert (a.count, a.mu, a.sigma) == (2, 0.5, 0.5)
-    assert (b.count, b.mu, b.sigma) == (2, 4.0, 1.0)
-    assert a.global_mu == 2.25 and a.global_sigma == pytest.approx(3.6875**0.5)
-    # (sigma_k^2 + (mu_k - mu)^2) / sigma^2: a (0.25 + 3.0625)/3.6875, b (1 + 3.0625)/3.6875
-    assert a.amplification == pytest.approx(3.3125 / 3.6875, rel=1e-12)
-    assert b.amplification == pytest.approx(4.0625 / 3.6875, rel=1e-12)
-    # single task, biased std: equals the empirical mean of squared GRPO advantages
-    assert a.grpo_second_moment == pytest.approx(3.3125 / 3.6875, rel=1e-12)
-    assert b.grpo_second_moment == pytest.approx(4.0625 / 3.6875, rel=1e-12)
-    log = agent_stats_log(stats)
-    assert log["dr_mas/b/mu"] == 4.0 and log["dr_mas/a/count"] == 2.0
-
-
-# ----------------------------------------------------------------------------- SHARP
-
-
-def glove(coalition: frozenset[str]) -> float:
-    """L holds a left glove, R1 and R2 right gloves: a pair is worth 1."""
-    return 1.0 if "L" in coalition and coalition & {"R1", "R2"} else 0.0
-
-
-def test_sharp_with_exact_shapley_credit():
-    agents = ["L", "R1", "R2"]
-    tool = {0: [1.0, 1.0, 0.0], 1: [0.0, 1.0, 1.0]}
-    rows = [Row("q", ep, k, [1.0, 0.0][ep], tool_reward=tool[ep][i], node=3 * ep + i)
-            for ep in (0, 1) for i, k in enumerate(agents)]
-    t = table(*rows)
-    credits = {("q", 0): shapley_values(glove, agents),  # L 2/3, R1 1/6, R2 1/6
-               ("q", 1): shapley_values(lambda s: 0.0, agents)}  # failed episode: all 0
-    t = t.replace(credit=credit_column(t, credits))
-    np.testing.assert_allclose(t.credit, [2 / 3, 1 / 6, 1 / 6, 0, 0, 0], atol=1e-12)
-    cfg = AdvantageConfig(eps=0.0, lambda_s=1.0, lambda_p=0.5, scale_by_std=False)
-    res = sharp(t, cfg)
-    # R_k = R + phi + 0.5 tool:  ep0 L 1+2/3+0.5, R1 1+1/6+0.5, R2 1+1/6;  ep1 L 0, R1 0.5, R2 0.5
-    np.testing.assert_allclose(res.values, [13 / 6, 5 / 3, 7 / 6, 0.0, 0.5, 0.5], rtol=1e-12)
-    # per-agent means: L 13/12, R1 13/12, R2 5/6
-    np.testing.assert_allclose(res.advantages, [13 / 12, 7 / 12, 1 / 3, -13 / 12, -7 / 12, -1 / 3], rtol=1e-12)
-    assert res.stats["n_groups"] == 3
-
-
-def test_sharp_single_mask_credit_changes_the_rewards():
-    from baselines.credit import single_mask_credit
-
-    agents = ["L", "R1", "R2"]
-    t = table(*[Row("q", 0, k, 1.0) for k in agents])
-    t = t.replace(credit=credit_column(t, {("q", 0): single_mask_credit(glove, agents)}))
-    res = sharp(t, AdvantageConfig(lambda_s=2.0, lambda_p=0.0))
-    np.testing.assert_allclose(res.values, [3.0, 1.0, 1.0])  # phi = [1, 0, 0]
-
-
-def test_sharp_requires_credit_when_lambda_s_is_nonzero():
-    t = table(*flat("q", [1.0, 0.0]))
-    with pytest.raises(ValueError, match="credit column .* NaN on 2 row"):
-        sharp(t, AdvantageConfig(lambda_s=0.5))
-    res = sharp(t, AdvantageConfig(eps=0.0, lambda_s=0.0, lambda_p=1.0))
-    np.testing.assert_allclose(res.advantages, [1.0, -1.0])
-
-
-# ----------------------------------------------------------------------------- properties
-
-reward = st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, -1.0])
-row_spec = st.tuples(st.sampled_from(["q1", "q2"]), st.integers(0, 3), st.sampled_from(["a", "b", "c"]),
-                     st.integers(0, 1), reward, reward)
-
-
-def random_table(specs) -> SampleTable:
-    return table(*[Row(task, ep, agent, r, turn=turn, local_reward=loc, credit=r * 0.5, node=i)
-                   for i, (task, ep, agent, turn, r, loc) in enumerate(specs)])
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(row_spec, min_size=1, max_size=24), st.sampled_from(sorted(ADVANTAGE_SCHEMES)),
-       st.booleans())
-def test_property_group_advantages_sum_to_zero(specs, scheme, scale):
-    t = random_table(specs)
-    t = t.replace(return_to_go=t.reward)
-    res = compute_advantages(t, scheme, AdvantageConfig(scale_by_std=scale))
-    sums = np.bincount(res.groups, weights=res.advantages)
-    np.testing.assert_allclose(sums, 0.0, atol=1e-6)
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(row_spec, min_size=1, max_size=24), st.sampled_from(sorted(ADVANTAGE_SCHEMES)),
-       st.randoms(use_true_random=False))
-def test_property_row_permutation_invariance(specs, scheme, rnd):
-    t = random_table(specs)
-    t = t.replace(return_to_go=t.reward)
-    perm = np.array(rnd.sample(range(len(t)), len(t)), dtype=np.int64)
-    cfg = AdvantageConfig(shaping=scheme == "mars2", drop_zero_variance=True)
-    base = compute_advantages(t, scheme, cfg)
-    permuted = compute_advantages(t.select(perm), scheme, cfg)
-    np.testing.assert_allclose(permuted.advantages, base.advantages[perm], rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(permuted.keep, base.keep[perm])
-
-
-@settings(max_examples=30, deadline=None)
-@given(st.lists(reward, min_size=1, max_size=10))
-def test_property_single_agent_magrpo_equals_grpo(rewards):
-    t = table(*flat("q", rewards))
-    t = t.replace(return_to_go=t.reward)
-    cfg = AdvantageConfig(scale_by_std=True)
-    np.testing.assert_array_equal(magrpo(t, cfg).advantages, grpo(t, cfg).advantages)
-    assert not math.isnan(magrpo(t, cfg).advantages.sum())
