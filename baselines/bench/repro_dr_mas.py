@@ -77,13 +77,14 @@ class Setting:
     overrides: tuple[str, ...]
     scaled_agent: str
     description: str
+    phase: int  #: default number of steps counted as the learning phase
 
 
 SETTINGS: dict[str, Setting] = {
-    "scaled": Setting((), "listener", "signal game, 1 round"),
+    "scaled": Setting((), "listener", "signal game, 1 round", 15),
     "few_rows": Setting(("env.kwargs.n_rounds=7", "env.kwargs.speaker_turns=first", "model.sharing=separate",
                          "rollout.tasks_per_step=8"), "speaker",
-                        "signal game, one speaker message, 7 listener rounds (speaker w = 1/8), separate models"),
+                        "signal game, one speaker message, 7 listener rounds (speaker w = 1/8), separate models", 25),
 }
 
 
@@ -131,7 +132,8 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--setting", choices=sorted(SETTINGS), default="scaled", help="see the module docstring")
     ap.add_argument("--scale", type=float, default=4.0,
                     help="reward scale of the setting's scaled agent (listener for scaled, speaker for few_rows)")
-    ap.add_argument("--phase", type=int, default=15, help="steps counted as the learning phase")
+    ap.add_argument("--phase", type=int, default=None,
+                    help="steps counted as the learning phase (default: 15 for scaled, 25 for few_rows)")
     ap.add_argument("--eval-episodes", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--plot", type=Path, default=None)
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     setting = SETTINGS[args.setting]
+    args.phase = setting.phase if args.phase is None else args.phase
     scales = {a: args.scale if a == setting.scaled_agent else 1.0 for a in AGENTS}
     runs, labels = runs_to_report(args)
     args.schemes = labels or args.schemes
