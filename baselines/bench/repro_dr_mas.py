@@ -36,6 +36,9 @@ and for the rest:
   where clipping starts to distort the update) -- the spikes. A threshold relative to the
   run's median is useless here: the norm falls to ~0 once the game is solved;
 - the train reward of the last 10 steps and the held-out reward (256 episodes).
+- the mean advantage of the agent's rows over the run (the (mu_k - mu) offset GRPO gives it);
+- the gradient norm at step 1, where every scheme of a seed plays the very same rollout from the
+  same weights (so the ratio of two schemes' norms there is the advantages' doing alone);
 - the median gradient norm over the whole run and max / median (how far the largest step
   stands out);
 The claim holds here if Dr. MAS brings every agent's second moment to the same level, has
@@ -105,8 +108,8 @@ class ScaledRewardTrainer(Trainer):
 def agent_summary(runs: list[Run], agent: str, clip: float, phase: int) -> list[str]:
     """Per-agent figures of one scheme over its seeds (see the module docstring)."""
     p = f"agent/{agent}/"
-    cols: dict[str, list[float]] = {k: [] for k in ("rows", "amp", "a2", "a2_late", "mean", "median", "max", "ratio",
-                                                    "over")}
+    cols: dict[str, list[float]] = {k: [] for k in ("rows", "amp", "a2", "a2_late", "a_mean", "first", "mean", "median",
+                                                    "max", "ratio", "over")}
     for r in runs:
         g = r.series(p + "grad_norm")
         a2 = r.series(p + "adv_std") ** 2 + r.series(p + "adv_mean") ** 2
@@ -114,12 +117,14 @@ def agent_summary(runs: list[Run], agent: str, clip: float, phase: int) -> list[
         cols["amp"].append(float(np.nanmean(r.series(p + "amplification")[:phase])))
         cols["a2"].append(float(np.nanmean(a2[:phase])))
         cols["a2_late"].append(float(np.nanmean(a2[phase:])) if len(a2) > phase else float("nan"))
+        cols["a_mean"].append(float(np.nanmean(r.series(p + "adv_mean"))))
+        cols["first"].append(float(g[0]))
         cols["mean"].append(float(np.mean(g[:phase])))
         cols["median"].append(float(np.median(g)))
         cols["max"].append(float(np.max(g)))
         cols["ratio"].append(float(np.max(g) / max(np.median(g), 1e-12)))
         cols["over"].append(float(np.sum(g > clip)))
-    fmt = {"rows": ".0f", "amp": ".2f", "a2": ".2f", "a2_late": ".2f", "mean": ".2f", "median": ".2f", "max": ".2f",
+    fmt = {"rows": ".0f", "amp": ".2f", "a2": ".2f", "a2_late": ".2f", "a_mean": "+.2f", "first": ".2f", "mean": ".2f", "median": ".2f", "max": ".2f",
            "ratio": ".1f", "over": ".1f"}
     return [spread(cols[k], fmt[k]) for k in fmt]
 
@@ -164,12 +169,13 @@ def main(argv: list[str] | None = None) -> list[Run]:
         mine = [r for r in runs if r.label == scheme]
         rows += [[scheme, agent, *agent_summary(mine, agent, clip, args.phase)] for agent in AGENTS]
         rows.append([scheme, "team", f"last-10 train reward {spread([np.mean(r.series('reward')[-10:]) for r in mine])}",
-                     f"held-out {spread([r.final_eval for r in mine])}", "", "", "", "", "", "", ""])
+                     f"held-out {spread([r.final_eval for r in mine])}", *[""] * 10])
     what = f"{setting.description}, {setting.scaled_agent} reward x{args.scale:g}"
     print(f"{what}, {len(args.seeds)} seeds x {args.steps} steps "
           f"(learning phase: steps 1-{args.phase}; clip threshold {clip:g})")
     print(markdown_table(["scheme", "agent", "rows per step", "amplification (lemma), phase", "E[A^2], phase",
-                          "E[A^2], after", "mean |g|, phase", "median |g|", "max |g|", "max / median",
+                          "E[A^2], after", "mean A, all steps", "|g|, step 1",
+                          "mean |g|, phase", "median |g|", "max |g|", "max / median",
                           "steps with |g| > clip"], rows))
     if args.plot:
         panels = [(f"agent/{a}/grad_norm", f"{a} |g| (before clip)") for a in AGENTS]
