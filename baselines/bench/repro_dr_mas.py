@@ -179,7 +179,12 @@ def main(argv: list[str] | None = None) -> list[Run]:
                           "steps with |g| > clip"], rows))
     if args.plot:
         panels = [(f"agent/{a}/grad_norm", f"{a} |g| (before clip)") for a in AGENTS]
-        panels += [(f"agent/{setting.scaled_agent}/amplification", f"{setting.scaled_agent} amplification"),
+        k = setting.scaled_agent
+        for r in runs:  # the measured second moment next to the lemma's prediction
+            for m in r.metrics:
+                if f"agent/{k}/adv_std" in m:
+                    m[f"agent/{k}/adv_sq"] = m[f"agent/{k}/adv_std"] ** 2 + m[f"agent/{k}/adv_mean"] ** 2
+        panels += [(f"agent/{k}/amplification", f"{k} amplification (lemma)"), (f"agent/{k}/adv_sq", f"{k} E[A^2]"),
                    ("reward", "team reward (train)")]
         log_y = [f"agent/{a}/grad_norm" for a in AGENTS] if args.setting == "few_rows" else []
         print(f"plot: {plot_panels(runs, panels, args.plot, title=f'Dr. MAS vs GRPO, {what}', log_y=log_y)}")
