@@ -35,12 +35,12 @@ and for the rest:
   learning phase, and the steps where it exceeds the clip threshold (``optim.max_grad_norm``,
   where clipping starts to distort the update) -- the spikes. A threshold relative to the
   run's median is useless here: the norm falls to ~0 once the game is solved;
-- the train reward of the last 10 steps and the held-out reward (256 episodes).
 - the mean advantage of the agent's rows over the run (the (mu_k - mu) offset GRPO gives it);
 - the gradient norm at step 1, where every scheme of a seed plays the very same rollout from the
   same weights (so the ratio of two schemes' norms there is the advantages' doing alone);
 - the median gradient norm over the whole run and max / median (how far the largest step
-  stands out);
+  stands out; read it with the median: a policy that stops learning has a median near 0);
+- the train reward of the last 10 steps and the held-out reward (256 episodes).
 The claim holds here if Dr. MAS brings every agent's second moment to the same level, has
 fewer / smaller spikes, and its reward is no worse.
 """
@@ -124,8 +124,8 @@ def agent_summary(runs: list[Run], agent: str, clip: float, phase: int) -> list[
         cols["max"].append(float(np.max(g)))
         cols["ratio"].append(float(np.max(g) / max(np.median(g), 1e-12)))
         cols["over"].append(float(np.sum(g > clip)))
-    fmt = {"rows": ".0f", "amp": ".2f", "a2": ".2f", "a2_late": ".2f", "a_mean": "+.2f", "first": ".2f", "mean": ".2f", "median": ".2f", "max": ".2f",
-           "ratio": ".1f", "over": ".1f"}
+    fmt = {"rows": ".0f", "amp": ".2f", "a2": ".2f", "a2_late": ".2f", "a_mean": "+.2f", "first": ".2f",
+           "mean": ".2f", "median": ".2f", "max": ".2f", "ratio": ".1f", "over": ".1f"}
     return [spread(cols[k], fmt[k]) for k in fmt]
 
 
