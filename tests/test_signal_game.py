@@ -57,3 +57,47 @@ def test_coalition_values():
 def test_bad_parameters_are_rejected(kwargs):
     with pytest.raises(ValueError):
         signal_game_v0.raw_env(**kwargs)
+
+
+def test_speaker_turns_first_one_message_one_target_fresh_candidates_every_round():
+    env = signal_game_v0.env(n_rounds=4, n_candidates=3, speaker_turns="first")
+    assert play_episode(env, signal_game_v0.best_policy, seed=3) == 4.0
+    raw = env.unwrapped
+    acted = [(s.turn, s.agent) for s in raw.record.steps]
+    assert acted == [(0, "speaker"), (0, "listener"), (1, "listener"), (2, "listener"), (3, "listener")]
+    listener_obs = [m["content"] for m in raw.observe_chat("listener") if m["content"].startswith("candidates:")]
+    assert len(listener_obs) == 4
+    assert {obs.split("message: ")[1] for obs in listener_obs} == {raw.target}  # one message, one target
+    shown = [set(obs.split("\n")[0].split()[1:]) for obs in listener_obs]
+    assert all(raw.target in s and len(s) == 3 for s in shown)
+    assert len({frozenset(s) for s in shown}) > 1  # fresh candidates (16 words, 4 rounds, seed 3)
+
+
+def test_speaker_turns_first_a_wrong_message_loses_every_round():
+    env = signal_game_v0.env(n_rounds=3, n_candidates=4, speaker_turns="first")
+    env.reset(seed=0)
+    raw = env.unwrapped
+    wrong = next(w for w in raw.candidates if w != raw.target)
+    env.step(wrong)
+    for _ in range(3):
+        env.step(signal_game_v0.best_policy(env, "listener"))  # echoes the (wrong) message
+    assert raw.record.total_reward == 0.0
+    assert raw.outcomes == [False, False, False]
+    assert raw.return_range() == (0.0, 3.0)
+    assert signal_game_v0.raw_env(n_rounds=3, speaker_turns="first", format_penalty=-0.5).return_range() == (-2.0, 3.0)
+
+
+def test_speaker_turns_first_passes_the_compliance_checks():
+    import dataclasses
+
+    import llm_marl_envs
+    from llm_marl_envs import testing
+
+    spec = llm_marl_envs.spec("toy/signal_game_v0")
+    spec = dataclasses.replace(spec, test_kwargs={**spec.test_kwargs, "n_rounds": 3, "speaker_turns": "first"})
+    testing.check_env(spec, verbose=False)
+
+
+def test_bad_speaker_turns_is_rejected():
+    with pytest.raises(ValueError, match="speaker_turns"):
+        signal_game_v0.raw_env(speaker_turns="never")

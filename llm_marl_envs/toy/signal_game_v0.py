@@ -5,8 +5,12 @@ sends a message of at most ``message_length`` words. The ``listener`` sees only 
 message and the candidates (in its own random order, so position carries no signal) and
 names the target. Joint reward: 1 per round in which the listener named the target and
 nothing else; 0 otherwise. With ``reward_at="end"`` (a delayed-reward variant for multi-turn
-credit assignment) every round pays 0 and the last one pays the number of rounds won. Observations are a few words long, so a tiny model can learn
-the game on a CPU in minutes.
+credit assignment) every round pays 0 and the last one pays the number of rounds won. With
+``speaker_turns="first"`` (roles with different step counts) the speaker sends one message in
+the first round only; the target stays the same for the whole episode and every round the
+listener sees fresh candidates (always holding the target) with that one message, so the
+speaker has one row per episode and the listener ``n_rounds``. Observations are a few words
+long, so a tiny model can learn the game on a CPU in minutes.
 
 Format issues (reported in ``infos[agent]["format_issues"]``, penalized by
 ``format_penalty`` per agent, 0 by default): a message longer than ``message_length``
@@ -56,6 +60,8 @@ class raw_env(TextCollabEnv):
         message_length: maximum words in the speaker's message.
         n_rounds: rounds per episode (each round is one turn: speaker, then listener).
         reward_at: "round" (each round pays its win) or "end" (the last round pays all the wins).
+        speaker_turns: "every" (a new target and message every round) or "first" (one message, in
+            the first round, for a target that stays the same for the whole episode).
         words: the vocabulary candidates are drawn from.
         format_penalty: added to the team reward once per agent with a format issue.
         render_mode: "ansi" or "human".
@@ -75,9 +81,12 @@ class raw_env(TextCollabEnv):
         max_action_chars: int = 4096,
         render_mode: str | None = None,
         reward_at: str = "round",
+        speaker_turns: str = "every",
     ) -> None:
         if reward_at not in ("round", "end"):
             raise ValueError(f"reward_at must be 'round' or 'end', got {reward_at!r}")
+        if speaker_turns not in ("every", "first"):
+            raise ValueError(f"speaker_turns must be 'every' or 'first', got {speaker_turns!r}")
         words = tuple(dict.fromkeys(w.lower() for w in words))
         if not 2 <= n_candidates <= len(words):
             raise ValueError(f"n_candidates must be in [2, {len(words)}], got {n_candidates}")
@@ -96,6 +105,7 @@ class raw_env(TextCollabEnv):
         self.message_length = message_length
         self.n_rounds = n_rounds
         self.reward_at = reward_at
+        self.speaker_turns = speaker_turns
         self.words = words
         self.candidates: list[str] = []
         self.target = ""
@@ -106,13 +116,31 @@ class raw_env(TextCollabEnv):
     def _setup(self, rng: np.random.Generator, options: dict) -> None:
         self.outcomes = []
 
+    def _speaks(self) -> bool:
+        """Whether the speaker acts this turn (every turn, or only the first with ``speaker_turns="first"``)."""
+        return self.speaker_turns == "every" or self.turn == 0
+
+    def _turn_agents(self) -> list[str]:
+        return list(self.agents) if self._speaks() else ["listener"]
+
     def _begin_turn(self) -> None:
         rng = self.np_random
+        self.guess = None
+        if not self._speaks():  # same target and message, fresh candidates holding the target
+            others = [w for w in self.words if w != self.target]
+            picks = rng.choice(len(others), size=self.n_candidates - 1, replace=False)
+            self.candidates = [self.target, *(others[i] for i in picks)]
+            self._show_listener()
+            return
         picks = rng.choice(len(self.words), size=self.n_candidates, replace=False)
         self.candidates = [self.words[i] for i in picks]
         self.target = self.candidates[int(rng.integers(self.n_candidates))]
-        self.message, self.guess = "", None
+        self.message = ""
         self.tell("speaker", f"candidates: {' '.join(self.candidates)}\ntarget: {self.target}")
+
+    def _show_listener(self) -> None:
+        shown = list(self.np_random.permutation(self.candidates))
+        self.tell("listener", f"candidates: {' '.join(shown)}\nmessage: {self.message}")
 
     def _on_action(self, agent: str, action: Action) -> None:
         if agent == "speaker":
@@ -120,8 +148,7 @@ class raw_env(TextCollabEnv):
             if len(words) > self.message_length:
                 self.flag_format(agent, f"message of {len(words)} words cut to {self.message_length}")
             self.message = " ".join(words[: self.message_length])
-            shown = list(self.np_random.permutation(self.candidates))
-            self.tell("listener", f"candidates: {' '.join(shown)}\nmessage: {self.message}")
+            self._show_listener()
             return
         named = list(dict.fromkeys(w for w in words_of(action.text) if w in self.candidates))
         if len(named) == 1:
@@ -143,7 +170,9 @@ class raw_env(TextCollabEnv):
         return f"candidates: {' '.join(self.candidates)}; target: {self.target}; outcomes: {self.outcomes}"
 
     def return_range(self) -> tuple[float, float]:
-        return (self.format_penalty * 2 * self.n_rounds if self.format_penalty < 0 else 0.0, float(self.n_rounds))
+        speaker_flags = self.n_rounds if self.speaker_turns == "every" else 1
+        low = self.format_penalty * (self.n_rounds + speaker_flags) if self.format_penalty < 0 else 0.0
+        return (low, float(self.n_rounds))
 
     def action_words(self, agent: str) -> tuple[str, ...]:
         """Both roles need only the vocabulary: the speaker names words, the listener a candidate."""

@@ -147,3 +147,22 @@ def test_mars2_per_agent_grouping_differs_from_tree_wide_on_real_trees():
         assert len(set(table.agent[rows].tolist())) == 1 and len(set(table.episode[rows].tolist())) == 1
     assert len(np.unique(mine.groups)) > len(np.unique(wide.groups))
     assert np.abs(mine.advantages - wide.advantages).max() > 0.05
+
+
+def test_dr_mas_few_rows_setting_amplifies_the_speaker_and_dr_mas_equalizes_the_agents():
+    """The ``few_rows`` setting of ``repro_dr_mas``: the speaker holds 1/8 of the rows, its rewards are 4R,
+    so the lemma's factor is at least 5.5 (between 5.56 and 7 for any reward distribution); GRPO's
+    advantages give the speaker several times the listener's second moment, Dr. MAS the same."""
+    from baselines.bench import repro_dr_mas
+
+    a2 = {}
+    for scheme in ("grpo", "dr_mas"):
+        (run,) = repro_dr_mas.main(["--setting", "few_rows", "--schemes", scheme, "--steps", "1", "--seeds", "0",
+                                    "--eval-episodes", "0", "rollout.tasks_per_step=2"])
+        m = run.metrics[0]
+        assert m["agent/listener/n_rows"] == 7 * m["agent/speaker/n_rows"] == 7 * 2 * 8
+        assert m["agent/speaker/amplification"] > 5.5 and m["agent/listener/amplification"] < 0.5
+        a2[scheme] = {a: m[f"agent/{a}/adv_std"] ** 2 + m[f"agent/{a}/adv_mean"] ** 2 for a in ("speaker", "listener")}
+    assert a2["grpo"]["speaker"] > 3 * a2["grpo"]["listener"]
+    assert a2["dr_mas"]["speaker"] == pytest.approx(a2["dr_mas"]["listener"], rel=1e-5)
+    assert a2["dr_mas"]["speaker"] > 0.5
