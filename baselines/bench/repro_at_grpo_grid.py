@@ -168,10 +168,11 @@ def report(runs: list[Run], schemes: list[str], threshold: float) -> str:
         mine = [r for r in runs if r.label == scheme]
         reach = [first_reach(r, threshold) for r in mine]
         rows.append([scheme, spread([r.extra["initial_success"] for r in mine]), spread([r.final_eval for r in mine]),
+                     spread([float(np.mean(eval_curve(r)[2][1:])) for r in mine]),
                      _reach_cell([s for s, _ in reach]), _reach_cell([q for _, q in reach]),
                      spread([float(np.mean(r.series("sequences"))) for r in mine], ".0f"),
                      spread([r.seconds for r in mine], ".0f")])
-    return markdown_table(["scheme", "held-out success, start", "held-out success, end",
+    return markdown_table(["scheme", "held-out success, start", "held-out success, end", "mean over the evaluations",
                            f"step reaching {threshold:.0%} (per seed)", f"sequences to {threshold:.0%} (per seed)",
                            "sequences per step", "seconds per run"], rows)
 
