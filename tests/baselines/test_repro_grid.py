@@ -41,3 +41,35 @@ def test_held_out_success_refuses_a_setting_the_best_policy_cannot_solve(tmp_pat
     monkeypatch.setitem(grid_exp.GRID_KWARGS, "max_turns", 1)
     with pytest.raises(ValueError, match="does not solve every test puzzle"):
         grid_exp.train_scheme("grpo", 0, 1, tmp_path, eval_every=1, eval_episodes=4, final_episodes=4, overrides=[])
+
+
+def test_at_grpo_groups_on_multi_turn_plan_path_hold_k_candidates_of_one_state_per_turn(tmp_path):
+    # point 2(a) on the task of 2(b2): every AT-GRPO group is the K candidates of one grid state
+    from collections import defaultdict
+
+    from baselines.config import EnvConfig, TrainConfig
+    from baselines.trainer import Trainer
+
+    config = TrainConfig(scheme="at_grpo", steps=1)
+    config.env = EnvConfig(name=grid_exp.ENV, kwargs=dict(grid_exp.GRID_KWARGS))
+    config.generation.max_new_tokens = 1
+    config.rollout.tasks_per_step, config.rollout.group_size = 3, GROUP
+    config.log.tensorboard = config.log.progress = config.log.plot = False
+    trainer = Trainer(config, tmp_path)
+    table = trainer.collect(trainer.next_tasks()).table
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i in range(len(table)):
+        groups[table.group[i]].append(i)
+    turns_per_task: dict[str, set[int]] = defaultdict(set)
+    for rows in groups.values():
+        assert len(rows) == GROUP
+        assert len({tuple(table.prompt_ids[i]) for i in rows}) == 1  # one state, one prompt
+        assert len({(table.task[i], int(table.turn[i]), table.agent[i], int(table.parent[i])) for i in rows}) == 1
+        turns_per_task[table.task[rows[0]]].add(int(table.turn[rows[0]]))
+    # a puzzle starts 3-4 moves away and a turn is one move: at least 3 turns, one group each
+    assert all(len(turns) >= 3 and turns == set(range(len(turns))) for turns in turns_per_task.values())
+    # later turns grow from the chosen candidate: turn t > 0 groups' parent is a node of turn t - 1
+    node_turn = {(table.task[i], int(table.node[i])): int(table.turn[i]) for i in range(len(table))}
+    for i in range(len(table)):
+        if table.turn[i] > 0:
+            assert node_turn[(table.task[i], int(table.parent[i]))] == int(table.turn[i]) - 1
