@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> list[Run]:
                 print(f"{label:8s} seed {seed}: held-out success {run.extra['initial_success']:.3f} -> "
                       f"{run.final_eval:.3f}, {args.threshold:.0%} at step {step:.0f} ({seqs:.0f} sequences), "
                       f"{run.seconds:.0f}s", flush=True)
-    print(f"{ENV} {GRID_KWARGS}, 8 tasks x group 4 per step, {len(args.seeds)} seeds x {args.steps} steps")
+    extra = f", overrides {' '.join(args.overrides)}" if args.overrides else ""
+    print(f"{ENV} {GRID_KWARGS}, 8 tasks x group 4 per step{extra}, {len(args.seeds)} seeds x {args.steps} steps")
     print(report(runs, args.schemes, args.threshold))
     if args.plot:
         title = "AT-GRPO vs GRPO vs MAGRPO, 3x3 Plan-Path, 1 move per turn, 4 turns"
