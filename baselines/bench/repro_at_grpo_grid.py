@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
     print(f"{ENV} {GRID_KWARGS}, 8 tasks x group 4 per step{extra}, {len(args.seeds)} seeds x {args.steps} steps")
     print(report(runs, args.schemes, args.threshold))
     if args.plot:
-        title = "AT-GRPO vs GRPO vs MAGRPO, 3x3 Plan-Path, 1 move per turn, 4 turns"
+        title = " vs ".join(args.schemes) + ", 3x3 Plan-Path, 1 move per turn, 4 turns"
         print(f"plot: {plot(runs, args.plot, title)}")
     return runs
 
