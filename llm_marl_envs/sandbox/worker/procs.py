@@ -54,6 +54,21 @@ def pidfd_open(pid: int) -> int | None:
         return None
 
 
+HELPER_EXIT_WAIT_S = 1.0  # how long a program process may take to die after its judge stopped
+
+
+def reap_within(pid: int, timeout_s: float = HELPER_EXIT_WAIT_S) -> tuple[bool, int | None, Any]:
+    """Wait up to ``timeout_s`` for child ``pid`` to exit (through its pidfd), then reap it if it did;
+    as :func:`try_reap`."""
+    pidfd = pidfd_open(pid)
+    if pidfd is not None:
+        try:
+            select.select([pidfd], [], [], timeout_s)
+        finally:
+            os.close(pidfd)
+    return try_reap(pid)
+
+
 def try_reap(pid: int) -> tuple[bool, int | None, Any]:
     try:
         got, status, usage = os.wait4(pid, os.WNOHANG)

@@ -32,15 +32,14 @@ from typing import Any, NoReturn
 from . import protocol as P
 from .channel import Channel, ChannelClosed
 from .judge import judge
-from .procs import describe_start_failure, fd_ready, pidfd_open, read_output, try_reap
+from .procs import describe_start_failure, fd_ready, read_output, reap_within
 from .purity import SAFE_MODULES, servable
 from .records import START_TIMEOUT_S, RunResult
 from .supervisor import Spawning, payload_memfd
 
 __all__ = ["run_served", "servable"]
 
-HELPER_EXIT_WAIT_S = 1.0
-_WORKER_DIR = os.path.dirname(os.path.abspath(__file__))  # how long a program process may take to die after the judge stopped
+_WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class _Stop(BaseException):
@@ -262,13 +261,7 @@ def _end(supervisor: Any, pid: int, result: RunResult) -> None:
         supervisor._unreaped.append(pid)
         return
     if result.killed is None:  # the judge stopped on its own: the program process died (or is dying)
-        pidfd = pidfd_open(pid)
-        if pidfd is not None:
-            try:
-                select.select([pidfd], [], [], HELPER_EXIT_WAIT_S)
-            finally:
-                os.close(pidfd)
-        done, status, usage = try_reap(pid)
+        done, status, usage = reap_within(pid)
         if not done:
             supervisor._kill(pid, None, "")
             _, status, usage = os.wait4(pid, 0)

@@ -41,6 +41,7 @@ from .procs import (
     pidfd_open,
     read_output,
     reap_all,
+    reap_within,
     try_reap,
 )
 from .records import PIPE_BYTES, RecordReader, RunResult
@@ -48,7 +49,6 @@ from .zygote import ZygoteGone
 
 INFRA_EXIT_CODE = 121  # a job process that could not be set up exits with this
 _F_SETPIPE_SZ = 1031
-HELPER_EXIT_WAIT_S = 1.0  # how long a program process may take to die after its judge stopped
 
 
 class RunSpec:
@@ -160,13 +160,7 @@ class Supervisor:
         """After the judge: end the program process; if it died first, its exit explains the run."""
         if not judged and result.killed is None:
             # The judge stopped early on its own: the program process died (or is dying) under it.
-            pidfd = pidfd_open(pid)
-            if pidfd is not None:
-                try:
-                    select.select([pidfd], [], [], HELPER_EXIT_WAIT_S)
-                finally:
-                    os.close(pidfd)
-            done, status, usage = try_reap(pid)
+            done, status, usage = reap_within(pid)
             if done:
                 result.status = status
                 if usage is not None:
