@@ -181,6 +181,13 @@ def plot_panels(
     axes[0][0].legend(fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
+    return save_figure(fig, path)
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` (creating its folder) and close it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)

@@ -42,6 +42,7 @@ from baselines.bench.experiments import (
     markdown_table,
     quiet_config,
     runs_to_report,
+    save_figure,
     save_runs,
     spread,
     train_run,
@@ -150,11 +151,7 @@ def plot(runs: list[Run], path: Path, title: str) -> Path:
         ax.set_ylim(-0.02, 1.02)
     axes[0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _reach_cell(values: list[float], fmt: str = ".0f") -> str:
