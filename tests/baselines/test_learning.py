@@ -7,9 +7,11 @@ learn the listener's task (echo the message) by pure RL. If this fails, the bug 
 rollout / advantages / loss / optimizer, not in the game's coordination problem.
 
 ``test_default_run_learns_the_signal_game`` is ``python -m baselines.train`` with no
-arguments (same config, 40 of its 120 steps) for GRPO and MAGRPO: the joint reward on
-held-out seeds starts at chance and must reach >= 0.9 (docs/training.md, "Measured
-results": every measured seed passed 0.9 within 35 steps). Dr. MAS is not trained for 40
+arguments (same config, 20 of its 120 steps) for GRPO and MAGRPO: the joint reward on
+held-out seeds starts at chance and must reach >= 0.9. With the default seed both pass 0.95
+held out by step 10 and 0.99 by step 15 (measured 2026-11-26), so 20 steps leave twice the
+steps they need; docs/training.md, "Measured results", has the other seeds (every one passed
+0.9 within 35 steps). Dr. MAS is not trained for 40
 steps again: on this game (one team reward, one row per agent and episode) its per-agent
 normalization equals GRPO's, so ``test_dr_mas_is_grpo_on_the_default_run`` checks that its
 first steps give GRPO's weights, and with them GRPO's learning.
@@ -69,7 +71,7 @@ def test_trainer_learns_against_a_scripted_partner(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["grpo", "magrpo"])
 def test_default_run_learns_the_signal_game(tmp_path, scheme):
-    config = TrainConfig(scheme=scheme, steps=40)
+    config = TrainConfig(scheme=scheme, steps=20)
     config.log.tensorboard = False
     config.log.progress = False
     trainer = Trainer(config, tmp_path)
