@@ -11,7 +11,8 @@ Three kinds of attributes, declared by a task class:
   re-created lazily, on first access, by ``_reattach_resource(name, token)``.
 
 So ``pickle.dumps(env)`` works at any point of an episode (a subprocess vector env, a
-checkpoint of a search) and ``copy.deepcopy(env)`` is the same as ``env.clone()``.
+checkpoint of a search) and ``copy.deepcopy(env)`` is the same as ``env.clone()``. :func:`outermost_wrapper` finds
+the wrapper stack a ``clone()`` call came through, so that the copy keeps every wrapper.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from typing import Any
+
+from pettingzoo.utils import BaseParallelWrapper, BaseWrapper
 
 
 @dataclass(frozen=True)
@@ -81,3 +84,20 @@ def reattach(env: Any, name: str) -> Any:
     value = env._reattach_resource(name, detached.pop(name))
     env.__dict__[name] = value
     return value
+
+
+def outermost_wrapper(start: Any, frame: Any) -> Any:
+    """The outermost wrapper whose attribute lookup (``__getattr__`` forwarding) led to ``frame``.
+
+    PettingZoo's (and so SuperSuit's) AEC and parallel wrappers forward unknown attributes to
+    the env they wrap through ``__getattr__``; walking those frames up from the ``clone``
+    lookup finds the wrapper the user called ``clone()`` on.
+    """
+    outer = start
+    while frame is not None and frame.f_code.co_name == "__getattr__":
+        owner = frame.f_locals.get("self")
+        if not isinstance(owner, (BaseWrapper, BaseParallelWrapper)):
+            break
+        outer = owner
+        frame = frame.f_back
+    return outer

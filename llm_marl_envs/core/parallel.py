@@ -21,6 +21,8 @@ from typing import Any
 
 from pettingzoo import ParallelEnv
 
+from llm_marl_envs.core.copying import deepcopy_sharing, outermost_wrapper
+
 
 class MissingActionError(KeyError, ValueError):
     """A parallel step lacks the action of an agent that acts in this cycle."""
@@ -112,8 +114,5 @@ class TextParallelEnv(ParallelEnv):
     @property
     def clone(self) -> Callable[[], Any]:
         """``clone()``: an independent copy of the episode, wrapped like this env (outer wrappers included)."""
-        from llm_marl_envs.core.copying import deepcopy_sharing
-        from llm_marl_envs.core.wrappers import outermost_wrapper
-
         outer = outermost_wrapper(self, sys._getframe(1))
         return lambda: deepcopy_sharing(outer, self.aec_env.unwrapped)

@@ -17,27 +17,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pettingzoo.utils import BaseParallelWrapper, BaseWrapper, OrderEnforcingWrapper
+from pettingzoo.utils import OrderEnforcingWrapper
 
-from llm_marl_envs.core.copying import deepcopy_sharing
+from llm_marl_envs.core.copying import deepcopy_sharing, outermost_wrapper
 from llm_marl_envs.core.kwargs import check_kwargs
-
-
-def outermost_wrapper(start: Any, frame: Any) -> Any:
-    """The outermost wrapper whose attribute lookup (``__getattr__`` forwarding) led to ``frame``.
-
-    PettingZoo's (and so SuperSuit's) AEC and parallel wrappers forward unknown attributes to
-    the env they wrap through ``__getattr__``; walking those frames up from the ``clone``
-    lookup finds the wrapper the user called ``clone()`` on.
-    """
-    outer = start
-    while frame is not None and frame.f_code.co_name == "__getattr__":
-        owner = frame.f_locals.get("self")
-        if not isinstance(owner, (BaseWrapper, BaseParallelWrapper)):
-            break
-        outer = owner
-        frame = frame.f_back
-    return outer
+from llm_marl_envs.core.parallel import TextParallelEnv
 
 
 class TextEnvWrapper(OrderEnforcingWrapper):
@@ -92,8 +76,6 @@ def make_env_fn(raw_env: Callable[..., Any]) -> Callable[..., TextEnvWrapper]:
 
 def make_parallel_env_fn(raw_env: Callable[..., Any]) -> Callable[..., Any]:
     """Build ``parallel_env(**kwargs)``: the parallel API over the cycle schedule (:mod:`.parallel`)."""
-    from llm_marl_envs.core.parallel import TextParallelEnv
-
     def parallel_env(**kwargs: Any) -> TextParallelEnv:
         return TextParallelEnv(TextEnvWrapper(build_raw(raw_env, kwargs, cycles=True)))
 
