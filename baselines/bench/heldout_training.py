@@ -11,6 +11,14 @@ on the same tasks with the same sampling seed, and record why learning may stall
 fraction of sample groups whose rewards are all equal (zero advantage), and the KL, clip
 fraction, entropy and response length the trainer logs. Writes ``<out>/<name>/results.json``
 and ``<out>/<name>/curves.png`` (train reward of every seed, held-out before/after).
+
+Seeds run as separate processes (two at a time on a 2-core machine) are merged afterwards:
+
+    python -m baselines.bench.heldout_training --combine runs/a/<name>/results.json runs/b/<name>/results.json \
+        --out runs/smollm2
+
+writes the merged ``results.json`` and ``curves.png`` and prints the per-seed lines and the
+mean over seeds (before, after, and their paired difference with its spread).
 """
 
 from __future__ import annotations
@@ -120,9 +128,41 @@ def plot(results: list[dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def combine(paths: list[str]) -> list[dict[str, Any]]:
+    """The seeds of several ``results.json`` files (one config), in seed order; a seed may appear once."""
+    results: dict[int, dict[str, Any]] = {}
+    for path in paths:
+        for r in json.loads(Path(path).read_text()):
+            if r["seed"] in results:
+                raise ValueError(f"seed {r['seed']} appears twice (again in {path})")
+            results[r["seed"]] = r
+    if not results:
+        raise ValueError("no seeds in " + ", ".join(paths))
+    return [results[seed] for seed in sorted(results)]
+
+
+def summary_lines(name: str, results: list[dict[str, Any]]) -> list[str]:
+    """One line per seed, then the mean over seeds of held-out before/after and of the paired change."""
+    lines = []
+    for r in results:
+        zv = [v for v in r["zero_variance_fraction"] if v == v]
+        lines.append(f"{name} seed {r['seed']}: held-out {r['before']['mean_return']:.3f} -> "
+                     f"{r['after']['mean_return']:.3f}, {r['steps']} steps, median {r['step_s']:.0f} s/step, "
+                     f"zero-variance groups {np.mean(zv) if zv else float('nan'):.2f}, diagnostics {r['diagnostics']}")
+    before = np.array([r["before"]["mean_return"] for r in results])
+    after = np.array([r["after"]["mean_return"] for r in results])
+    change = after - before
+    spread = float(change.std(ddof=1)) if len(results) > 1 else float("nan")
+    lines.append(f"{name}, {len(results)} seeds: held-out {before.mean():.3f} -> {after.mean():.3f}, "
+                 f"change {change.mean():+.3f} (std over seeds {spread:.3f})")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", required=True)
+    ap.add_argument("--config", help="the training config (not with --combine)")
+    ap.add_argument("--combine", nargs="+", metavar="RESULTS_JSON",
+                    help="merge the seeds of these results.json files of one config instead of training")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--eval-episodes", type=int, default=8)
     ap.add_argument("--eval-seed", type=int, default=12_345)
@@ -130,22 +170,31 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
     ap.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    name = Path(args.config).stem
+    if (args.config is None) == (args.combine is None):
+        ap.error("give either --config (train) or --combine (merge results)")
+    if args.combine:
+        name = Path(args.combine[0]).parent.name
+        results = combine(args.combine)
+    else:
+        name = Path(args.config).stem
     out = Path(args.out) / name
     out.mkdir(parents=True, exist_ok=True)
-    results = []
-    for seed in args.seeds:
-        results.append(run_seed(args.config, args.overrides, seed, out, args.eval_episodes, args.eval_seed))
-        (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
-        plot(results, out / "curves.png", name)
-    for r in results:
-        zv = [v for v in r["zero_variance_fraction"] if v == v]
-        print(f"{name} seed {r['seed']}: held-out {r['before']['mean_return']:.3f} -> {r['after']['mean_return']:.3f}, "
-              f"{r['steps']} steps, median {r['step_s']:.0f} s/step, zero-variance groups "
-              f"{np.mean(zv) if zv else float('nan'):.2f}, diagnostics {r['diagnostics']}", flush=True)
+    if args.combine:
+        _save(results, out, name)
+    else:
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        results = []
+        for seed in args.seeds:
+            results.append(run_seed(args.config, args.overrides, seed, out, args.eval_episodes, args.eval_seed))
+            _save(results, out, name)
+    print("\n".join(summary_lines(name, results)), flush=True)
     return results
+
+
+def _save(results: list[dict[str, Any]], out: Path, name: str) -> None:
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
+    plot(results, out / "curves.png", name)
 
 
 if __name__ == "__main__":
