@@ -9,7 +9,9 @@ task's ``split="eval"`` problems when it has a split, held-out seeds always), tr
 ``Trainer.fit`` (its ``metrics.jsonl`` and ``curves.png`` land in the run folder), score again
 on the same tasks with the same sampling seed, and record why learning may stall: per step the
 fraction of sample groups whose rewards are all equal (zero advantage), and the KL, clip
-fraction, entropy and response length the trainer logs. Writes ``<out>/<name>/results.json``
+fraction, entropy and response length the trainer logs, and how far the run moved each
+agent's policy from its start (:mod:`.policy_drift`: KL per token on the last step's
+samples, log-prob change, relative weight change). Writes ``<out>/<name>/results.json``
 and ``<out>/<name>/curves.png`` (train reward of every seed, held-out before/after).
 
 Seeds run as separate processes (two at a time on a 2-core machine) are merged afterwards:
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from baselines.bench.policy_drift import drift, snapshot, summarize
 from baselines.config import load_config
 from baselines.evaluate_core import evaluate_team, held_out_kwargs
 from baselines.generation import TransformersBackend
@@ -58,10 +61,12 @@ class _DiagnosedTrainer(Trainer):
     """A Trainer that also records each step's zero-variance group fraction."""
 
     zero_var: list[float]
+    last_table: Any = None
 
     def collect(self, tasks):  # type: ignore[override]
         result = super().collect(tasks)
         self.zero_var.append(zero_variance_fraction(result.table))
+        self.last_table = result.table
         return result
 
 
@@ -85,9 +90,12 @@ def run_seed(config_path: str, overrides: list[str], seed: int, out: Path, eval_
     trainer.zero_var = []
     before = heldout_score(trainer, eval_episodes, eval_seed)
     print(f"seed {seed}: held-out before {before['mean_return']:.3f}", flush=True)
+    start_weights = snapshot(trainer.team)
     start = time.perf_counter()
     trainer.fit(eval_episodes=0)
     wall = time.perf_counter() - start
+    moved = summarize(drift(trainer.team, start_weights, trainer.last_table,
+                            temperature=trainer.gen_config.scoring_temperature)) if trainer.last_table is not None else None
     after = heldout_score(trainer, eval_episodes, eval_seed)
     print(f"seed {seed}: held-out after {after['mean_return']:.3f} ({trainer.step} steps, {wall:.0f} s)", flush=True)
     records = [r for r in read_jsonl(trainer.run_dir / "metrics.jsonl") if "reward" in r]
@@ -100,7 +108,7 @@ def run_seed(config_path: str, overrides: list[str], seed: int, out: Path, eval_
         "seed": seed, "before": before, "after": after, "steps": trainer.step, "train_wall_s": wall,
         "step_s": statistics.median(r["time/step_s"] for r in records) if records else float("nan"),
         "train_rewards": [r["reward"] for r in records], "zero_variance_fraction": trainer.zero_var,
-        "diagnostics": diag, "run_dir": str(trainer.run_dir),
+        "diagnostics": diag, "drift": moved, "run_dir": str(trainer.run_dir),
     }
 
 
@@ -148,7 +156,8 @@ def summary_lines(name: str, results: list[dict[str, Any]]) -> list[str]:
         zv = [v for v in r["zero_variance_fraction"] if v == v]
         lines.append(f"{name} seed {r['seed']}: held-out {r['before']['mean_return']:.3f} -> "
                      f"{r['after']['mean_return']:.3f}, {r['steps']} steps, median {r['step_s']:.0f} s/step, "
-                     f"zero-variance groups {np.mean(zv) if zv else float('nan'):.2f}, diagnostics {r['diagnostics']}")
+                     f"zero-variance groups {np.mean(zv) if zv else float('nan'):.2f}, diagnostics {r['diagnostics']}"
+                     + _drift_text(r.get("drift")))
     before = np.array([r["before"]["mean_return"] for r in results])
     after = np.array([r["after"]["mean_return"] for r in results])
     change = after - before
@@ -156,6 +165,14 @@ def summary_lines(name: str, results: list[dict[str, Any]]) -> list[str]:
     lines.append(f"{name}, {len(results)} seeds: held-out {before.mean():.3f} -> {after.mean():.3f}, "
                  f"change {change.mean():+.3f} (std over seeds {spread:.3f})")
     return lines
+
+
+def _drift_text(moved: dict[str, Any] | None) -> str:
+    if not moved:
+        return ""
+    return ", moved from the start: " + ", ".join(
+        f"{agent} KL {v['kl']:.2g}/token, log-prob {v['logp_change']:+.2g}/token, weights {v['weight_change']:.2g}"
+        for agent, v in moved["per_agent"].items())
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:

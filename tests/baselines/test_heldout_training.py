@@ -23,6 +23,8 @@ def test_seeds_run_apart_merge_into_one_table(tmp_path, capsys):
     for r in merged:
         assert len(r["train_rewards"]) == 2 and len(r["zero_variance_fraction"]) == 2
         assert 0.0 <= r["before"]["mean_return"] <= 1.0 and 0.0 <= r["after"]["mean_return"] <= 1.0
+        assert set(r["drift"]["per_agent"]) == {"speaker", "listener"}
+        assert all(v["weight_change"] > 0 and v["kl"] >= 0 for v in r["drift"]["per_agent"].values())
     assert json.loads((tmp_path / "all" / "signal_game" / "results.json").read_text()) == merged
     assert (tmp_path / "all" / "signal_game" / "curves.png").stat().st_size > 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
