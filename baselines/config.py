@@ -93,6 +93,11 @@ class TrainConfig:
             raise ValueError("rollout.group_size and rollout.tasks_per_step must be >= 1")
         if self.optim.epochs < 1:
             raise ValueError(f"optim.epochs must be >= 1, got {self.optim.epochs}")
+        if self.optim.micro_batch_rows < 0:
+            raise ValueError(f"optim.micro_batch_rows must be >= 0 (0 = one pass), got {self.optim.micro_batch_rows}")
+        if self.optim.micro_batch_rows and self.distributed.fsdp:
+            raise ValueError("optim.micro_batch_rows is not supported with distributed.fsdp (every rank must run "
+                             "the same passes); set it to 0")
         if self.loss.tis_cap is not None and not self.optim.recompute_old_logprobs:
             raise ValueError(
                 f"loss.tis_cap={self.loss.tis_cap} corrects pi_old (training forward) against the sampler's "

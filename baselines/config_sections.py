@@ -133,6 +133,9 @@ class OptimConfig:
     epochs: int = 1
     #: rows per minibatch (0 = the whole batch in one minibatch)
     minibatch_size: int = 0
+    #: rows per forward/backward pass within a minibatch (gradient accumulation: the same gradient,
+    #: a lower peak memory; 0 = all of an agent's rows of the minibatch in one pass)
+    micro_batch_rows: int = 0
     skip_nonfinite: bool = True
     #: entropy bonus: the trainer minimizes loss - entropy_coef * (token-mean entropy); 0 = off
     entropy_coef: float = 0.05

@@ -5,7 +5,9 @@ has its own AdamW and learning rate (:func:`make_param_sets`). Within a set, eve
 get their own forward pass and loss (:func:`baselines.loss.policy_loss`); the set's loss is the
 row-weighted sum over its agents, and each agent's gradient norm is measured on its own loss, so
 a shared model still logs per-agent gradient norms. Then: clip the set's gradient norm, skip the
-update if it is not finite, step.
+update if it is not finite, step. ``optim.micro_batch_rows`` splits an agent's rows into passes of
+that many rows whose gradients add up to the one-pass gradient (each pass's loss scaled by its share,
+like a rank's below): less peak memory, the same update.
 
 Under data parallelism (:mod:`baselines.distributed`) each agent's rows of a minibatch are dealt
 round-robin to the ranks, each rank's loss is scaled by its share of the rows / tokens, and the
@@ -153,10 +155,19 @@ class Updater:
         per-agent gradients by ``autograd.grad``, summed over the ranks; returns (its norm, its stats)."""
         stats: dict[str, float] = {}
         grads: list[torch.Tensor | None] = [None] * len(pset.params)
-        if len(local):
-            scales = self._scales(table, idx, local) if self.dist.active else None
-            loss, stats = self.agent_loss(agent, table, local, advantages, old_all, scales)
-            grads = list(torch.autograd.grad(loss * weight, pset.params, allow_unused=True))
+        micro = self.config.optim.micro_batch_rows
+        passes = [local[i:i + micro] for i in range(0, len(local), micro)] if micro else [local]
+        parts: list[tuple[int, dict[str, float]]] = []
+        for rows in (p for p in passes if len(p)):
+            # one pass's share of the loss, as a rank's share under data parallelism: the sum is the whole
+            scales = self._scales(table, idx, rows) if self.dist.active or len(passes) > 1 else None
+            loss, part = self.agent_loss(agent, table, rows, advantages, old_all, scales)
+            parts.append((len(rows), part))
+            got = torch.autograd.grad(loss * weight, pset.params, allow_unused=True)
+            grads = [g if a is None else a if g is None else a + g for a, g in zip(grads, got)]
+        if parts:
+            stats = {k: _combine(k, [(n, part[k]) for n, part in parts if k in part])
+                     for k in dict.fromkeys(k for _, part in parts for k in part)}
         grads = self.dist.all_reduce_grads(grads, pset.params)
         for p, g in zip(pset.params, grads):
             if g is not None:
@@ -245,7 +256,7 @@ class Updater:
                 if len(score):
                     logps, _ = self.team.sequence_logprobs(
                         agent, [table.prompt_ids[i] for i in score], [table.completion_ids[i] for i in score],
-                        temperature=temp)
+                        temperature=temp, batch_size=self.config.optim.micro_batch_rows or None)
                     out.update({int(i): lp.detach().cpu() for i, lp in zip(idx, logps)})
         if self.dist.active:  # each rank scored its share of the rows
             for part in self.dist.all_gather_object(out):
