@@ -69,6 +69,8 @@ class ModelConfig:
     lora_r: int = 8
     lora_alpha: int = 16
     dtype: str = "float32"
+    #: recompute the decoder layers' activations in the backward pass (less memory, more compute)
+    gradient_checkpointing: bool = False
     #: where the locally built tiny model is saved (default: <run dir>/tiny_model)
     tiny_dir: str | None = None
 

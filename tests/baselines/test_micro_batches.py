@@ -82,3 +82,21 @@ def test_micro_batches_are_refused_with_fsdp_and_below_zero():
         load_config(overrides=["optim.micro_batch_rows=2", "distributed.fsdp=true"])
     with pytest.raises(ValueError, match="micro_batch_rows must be >= 0"):
         load_config(overrides=["optim.micro_batch_rows=-1"])
+
+
+def test_gradient_checkpointing_from_the_config_gives_the_same_first_gradient(tmp_path):
+    from baselines.policies.loading import checkpointed_layers
+
+    plain = Trainer(_config(0, "token-mean", "lora", False), tmp_path / "plain")
+    table = _ragged(plain.collect(plain.next_tasks()).table)
+    adv = compute_advantages(table, "dr_mas", plain.config.advantage)
+    config = _config(2, "token-mean", "lora", False)
+    config.model.gradient_checkpointing = True
+    saving = Trainer(config, tmp_path / "saving")
+    assert all(checkpointed_layers(m) for m in saving.team.all_models())
+    assert not any(checkpointed_layers(m) for m in plain.team.all_models())
+    grads = [_recording(plain), _recording(saving)]
+    plain.update(table, adv)
+    saving.update(table, adv)
+    for a, b in zip(grads[1][0], grads[0][0]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-7)
