@@ -42,9 +42,15 @@ def load_model(
             model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
-        model.eval()
-        for layer in checkpointed_layers(model):
-            layer.training = True  # non-recursive: attention/MLP submodules stay in eval mode
+    return eval_mode(model)
+
+
+def eval_mode(model: nn.Module) -> nn.Module:
+    """``model.eval()`` (no dropout) except the layers transformers checkpoints, flagged as training
+    (non-recursively: their attention/MLP submodules stay in eval mode) so that it does."""
+    model.eval()
+    for layer in checkpointed_layers(model):
+        layer.training = True
     return model
 
 

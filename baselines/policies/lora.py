@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from torch import nn
 
+from baselines.policies.loading import eval_mode
+
 if TYPE_CHECKING:
     from baselines.policies.team_config import TeamConfig
 
@@ -37,4 +39,4 @@ def add_lora_adapters(base: nn.Module, config: TeamConfig, names: Sequence[str])
     for name in names[1:]:
         model.add_adapter(name, lora())
     model.set_requires_grad(list(names), requires_grad=True)
-    return model.eval()
+    return eval_mode(model)  # (a plain .eval() would switch gradient checkpointing off)

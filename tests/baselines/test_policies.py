@@ -217,12 +217,15 @@ def _saved_numel(team: Team, prompts, completions) -> tuple[int, list[torch.Tens
     return total, logps
 
 
-def test_gradient_checkpointing(tiny_paths):
+@pytest.mark.parametrize("mode", ["shared", "lora"])  # (LoRA: peft's wrapping must not switch it off)
+def test_gradient_checkpointing(tiny_paths, mode):
     from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
 
-    plain = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
+    torch.manual_seed(0)  # the same LoRA initialization in both teams
+    plain = Team.from_config(TeamConfig(mode=mode, model=tiny_paths["word"]), AGENTS)
+    torch.manual_seed(0)
     ckpt = Team.from_config(
-        TeamConfig(mode="shared", model=tiny_paths["word"], gradient_checkpointing=True), AGENTS
+        TeamConfig(mode=mode, model=tiny_paths["word"], gradient_checkpointing=True), AGENTS
     )
     prompts, completions = batch(plain)
     saved_plain, lp_plain = _saved_numel(plain, prompts, completions)
