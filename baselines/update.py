@@ -166,8 +166,7 @@ class Updater:
             got = torch.autograd.grad(loss * weight, pset.params, allow_unused=True)
             grads = [g if a is None else a if g is None else a + g for a, g in zip(grads, got)]
         if parts:
-            stats = {k: _combine(k, [(n, part[k]) for n, part in parts if k in part])
-                     for k in dict.fromkeys(k for _, part in parts for k in part)}
+            stats = _combine_all(parts)
         grads = self.dist.all_reduce_grads(grads, pset.params)
         for p, g in zip(pset.params, grads):
             if g is not None:
@@ -237,9 +236,8 @@ class Updater:
         parts = self.dist.all_gather_object((pending, train_tokens, self._idle))
         for j, (agent, _, _) in enumerate(pending):
             entries = [(part[0][j][1], part[0][j][2]) for part in parts if part[0][j][1] > 0]
-            for key in dict.fromkeys(k for _, stats in entries for k in stats):
-                values = [(n, stats[key]) for n, stats in entries if key in stats]
-                per_agent[agent][key].append(_combine(key, values))
+            for key, value in _combine_all(entries).items():
+                per_agent[agent][key].append(value)
         return sum(part[1] for part in parts), sum(part[2] for part in parts)
 
     def old_logprobs(self, table: SampleTable, rows: np.ndarray) -> dict[int, torch.Tensor]:
@@ -274,6 +272,12 @@ def _combine(key: str, values: list[tuple[int, float]]) -> float:
     if key.endswith("_max"):
         return float(max(v for _, v in values))
     return sum(n * v for n, v in values) / sum(n for n, _ in values)
+
+
+def _combine_all(entries: list[tuple[int, dict[str, float]]]) -> dict[str, float]:
+    """Every statistic of several (rows, statistics) parts -- ranks, or a rank's passes -- by :func:`_combine`."""
+    keys = dict.fromkeys(k for _, stats in entries for k in stats)
+    return {key: _combine(key, [(n, stats[key]) for n, stats in entries if key in stats]) for key in keys}
 
 
 def grad_norm(grads: tuple[torch.Tensor | None, ...]) -> float:

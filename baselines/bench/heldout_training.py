@@ -189,14 +189,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = ap.parse_args(argv)
     if (args.config is None) == (args.combine is None):
         ap.error("give either --config (train) or --combine (merge results)")
-    if args.combine:
-        name = Path(args.combine[0]).parent.name
-        results = combine(args.combine)
-    else:
-        name = Path(args.config).stem
+    name = Path(args.combine[0]).parent.name if args.combine else Path(args.config).stem
     out = Path(args.out) / name
     out.mkdir(parents=True, exist_ok=True)
     if args.combine:
+        results = combine(args.combine)
         _save(results, out, name)
     else:
         if args.threads:
