@@ -198,7 +198,9 @@ class Updater:
         prompts = [table.prompt_ids[i] for i in idx]
         completions = [table.completion_ids[i] for i in idx]
         temp = self.gen_config.scoring_temperature
-        logps, ents = self.team.sequence_logprobs(agent, prompts, completions, with_entropy=True, temperature=temp)
+        bonus = bool(self.config.optim.entropy_coef)  # else the entropy is a statistic: kept out of the graph
+        logps, ents = self.team.sequence_logprobs(agent, prompts, completions, with_entropy=True,
+                                                  entropy_grad=bonus, temperature=temp)
         device = logps[0].device
         lp = pad_sequence(logps, batch_first=True)
         mask = pad_sequence([torch.ones(len(x), dtype=torch.bool) for x in logps], batch_first=True).to(device)
@@ -217,7 +219,7 @@ class Updater:
         ent_scale = 1.0
         if scales is not None:
             loss, ent_scale = loss * scales[0], scales[1]
-        if self.config.optim.entropy_coef and ent.numel():
+        if bonus and ent.numel():
             loss = loss - self.config.optim.entropy_coef * ent_scale * ent.mean()
         return loss, stats
 

@@ -4,6 +4,8 @@
     python -m baselines.bench.rollout --device cuda --shape qwen2.5-0.5b --dtype bf16
     python -m baselines.bench.rollout --model smollm2-135m-instruct --env code/helper_main_v0 \\
         --tasks 2 --group 4 --max-new-tokens 128
+    python -m baselines.bench.rollout --model <folder with SmolLM2's config + tokenizer> --random-weights \\
+        --device cuda --dtype bf16 --env code/helper_main_v0
 
 The workload is what the trainer samples in a step: ``--tasks`` T distinct prompts, each asked
 ``--group`` G times in a row (a GRPO group), ``--max-new-tokens`` per completion. The prompts are
@@ -23,9 +25,13 @@ sampling settings generate, after a short warm-up:
 
 Figures are generated tokens per second (up to and including EOS). ``--rounds R`` repeats the
 three measurements R times, interleaved, so a load change on a shared machine hits all three;
-the ratios are printed per round and as medians. ``--model`` (a preset such as
+the ratios are printed per round and as medians; ``--warmup-rounds`` runs untimed full-length
+rounds first (a GPU's first calls of a shape are slow). ``--decode-segment`` sets the backend's
+segment length (0: one ``generate`` call per batch). ``--model`` (a preset such as
 ``smollm2-135m-instruct``, a local folder or hub id) runs a real pretrained model instead of a
-built one. ``--no-share-prompts`` turns the backend's prefix sharing off (to measure what it buys).
+built one; with ``--random-weights`` it keeps that model's config, tokenizer and chat template
+and draws new weights (for a GPU where the real weights cannot travel: same speed per token, but
+every row runs to ``--max-new-tokens``). ``--no-share-prompts`` turns the backend's prefix sharing off (to measure what it buys).
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ import numpy as np
 import torch
 
 from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
-from baselines.policies import Team, TeamConfig, build_tiny_model
+from baselines.models import resolve_model
+from baselines.policies import Team, TeamConfig, build_random_copy, build_tiny_model
 from baselines.policies.corpus import signal_game_texts
 from baselines.policies.tiny import build_shape_model, qwen25_05b_shape_config
 from llm_marl_envs import registry
@@ -65,6 +72,12 @@ class BenchConfig:
     share_prompts: bool = True
     rounds: int = 1
     model: str | None = None
+    #: keep ``model``'s config and tokenizer, draw random weights (speed only; see build_random_copy)
+    random_weights: bool = False
+    #: the backend's decode_segment (None: one generate call up to max_new_tokens)
+    decode_segment: int | None = 32
+    #: untimed rounds of the backend and plain generate at full length before the timed ones
+    warmup_rounds: int = 0
 
 
 @dataclass
@@ -109,6 +122,12 @@ def grouped(requests: list[GenRequest], group: int) -> list[GenRequest]:
 
 
 def build_model(cfg: BenchConfig, directory: Path, texts: list[str]) -> str:
+    if cfg.model is not None:
+        if not cfg.random_weights:
+            return cfg.model
+        return str(build_random_copy(resolve_model(cfg.model), directory, seed=cfg.seed))
+    if cfg.random_weights:
+        raise ValueError("--random-weights needs --model (whose config and tokenizer to keep)")
     if cfg.shape == "tiny":
         return str(build_tiny_model(directory, texts=texts, seed=cfg.seed))
     if cfg.shape == "qwen2.5-0.5b":
@@ -184,17 +203,18 @@ def run(cfg: BenchConfig) -> dict[str, float]:
     requests = grouped(distinct, cfg.group)
     texts = signal_game_texts() + [m["content"] for r in distinct for m in r.messages]
     with tempfile.TemporaryDirectory() as tmp:
-        path = cfg.model or build_model(cfg, Path(tmp) / "model", texts)
+        path = build_model(cfg, Path(tmp) / "model", texts)
         team = Team.from_config(
             TeamConfig(mode=cfg.mode, model=path, dtype=cfg.dtype, device=cfg.device), agents
         )
     gen = GenerationConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed)
-    backend = TransformersBackend(team, gen, max_padding=cfg.max_padding, share_prompts=cfg.share_prompts)
+    backend = TransformersBackend(team, gen, max_padding=cfg.max_padding, share_prompts=cfg.share_prompts,
+                                  decode_segment=cfg.decode_segment)  # fmt: skip
     prompts = [backend.prompt_ids(r) for r in requests]
     lens = [len(backend.prompt_ids(r)) for r in distinct]
     n_params = sum(p.numel() for p in team.model(agents[0]).parameters())
     print(
-        f"model: {cfg.model or cfg.shape} ({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), "
+        f"model: {cfg.model or cfg.shape}{' (random weights)' if cfg.random_weights else ''} ({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), "
         f"team mode {cfg.mode}, {torch.get_num_threads()} torch thread(s)"
     )
     print(
@@ -204,10 +224,15 @@ def run(cfg: BenchConfig) -> dict[str, float]:
     print(
         f"prompt tokens (distinct prompts): mean {np.mean(lens):.0f}, min {min(lens)}, max {max(lens)}; "
         f"padded batch {len(requests)} x {max(lens)} = {sum(len(p) for p in prompts) / (len(prompts) * max(lens)):.0%} "
-        f"real tokens; prefix sharing {'on' if cfg.share_prompts else 'off'}"
+        f"real tokens; prefix sharing {'on' if cfg.share_prompts else 'off'}; "
+        f"decode segments of {cfg.decode_segment or 'all'} tokens"
     )
     # warm-up on the whole batch (a few tokens): the first large call also grows the allocator's pools
     backend.generate(requests, GenerationConfig(max_new_tokens=2, seed=cfg.seed))
+    for _ in range(cfg.warmup_rounds):  # a GPU's first full-length calls pick kernels and grow the pools
+        call = backend._calls
+        timed_backend(backend, requests, cfg.device)
+        plain_generate(team, prompts, requests[0].agent, gen, cfg.seed + call, cfg.device)
     every = -(-len(requests) // cfg.sequential_requests) if cfg.sequential_requests else 1
     seq = list(range(0, len(requests), every))  # evenly spread, so prompt lengths are representative
     vs_plain, vs_seq = [], []
@@ -259,14 +284,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-padding", type=float, default=None, help="bucket prompts by length (e.g. 1.5)")
     p.add_argument("--no-share-prompts", action="store_true", help="turn the backend's prefix sharing off")
     p.add_argument("--rounds", type=int, default=1, help="repeat the three measurements, interleaved")
+    p.add_argument("--warmup-rounds", type=int, default=0, help="untimed full-length rounds first (GPU)")
+    p.add_argument("--decode-segment", type=int, default=32, help="the backend's decode_segment (0: one call)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
     p.add_argument("--model", help="real model: preset (smollm2-135m-instruct), local folder or hub id")
+    p.add_argument(
+        "--random-weights",
+        action="store_true",
+        help="keep --model's config and tokenizer (a folder without weights will do), draw random weights",
+    )
     a = p.parse_args(argv)
     run(BenchConfig(
         tasks=a.tasks, group=a.group, max_new_tokens=a.max_new_tokens, temperature=a.temperature,
         device=a.device, dtype=a.dtype, shape=a.shape, mode=a.mode, envs=tuple(a.env or ("toy/signal_game_v0",)),
         sequential_requests=a.sequential_requests, seed=a.seed, threads=a.threads, max_padding=a.max_padding,
         share_prompts=not a.no_share_prompts, rounds=a.rounds, model=a.model,
+        random_weights=a.random_weights, decode_segment=a.decode_segment or None, warmup_rounds=a.warmup_rounds,
     ))  # fmt: skip
 
 

@@ -12,7 +12,9 @@ rows, is a bare forward + backward of the whole batch through ``Team.sequence_lo
 (no loss bookkeeping, no per-agent passes): the printed ratio is trainer / bare throughput.
 ``--shape qwen2.5-0.5b`` uses a random-weight model of Qwen2.5-0.5B's shape with the local
 tokenizer (no download), for GPU users. ``--model smollm2-135m-instruct`` (a preset, local folder
-or hub id) trains a real pretrained model instead (add ``model.sharing=lora`` for adapters).
+or hub id) trains a real pretrained model instead (add ``model.sharing=lora`` for adapters);
+``--random-weights`` keeps its config and tokenizer and draws new weights (a GPU where the real
+weights cannot travel; add ``model.dtype=bf16``).
 The last line also gives the process's peak resident memory (includes loading the model).
 
     python -m baselines.bench.train --model smollm2-135m-instruct --env code/helper_main_v0 \
@@ -31,6 +33,8 @@ from pathlib import Path
 import torch
 
 from baselines.config import load_config
+from baselines.models import resolve_model
+from baselines.policies import build_random_copy
 from baselines.trainer import Trainer
 
 
@@ -94,6 +98,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--shape", default="tiny", choices=["tiny", "qwen2.5-0.5b"])
     ap.add_argument("--model", help="real model: preset (smollm2-135m-instruct), local folder or hub id")
+    ap.add_argument(
+        "--random-weights",
+        action="store_true",
+        help="keep --model's config and tokenizer (a folder without weights will do), draw random weights",
+    )
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
     ap.add_argument("--scheme", default="grpo")
     ap.add_argument("--env", default="toy/signal_game_v0")
@@ -104,10 +113,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
     args = ap.parse_args(argv)
+    if args.random_weights and not args.model:
+        ap.error("--random-weights needs --model (whose config and tokenizer to keep)")
     if args.threads:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        model = args.model
+        if args.random_weights:
+            model = str(build_random_copy(resolve_model(args.model), workdir / "random_weights"))
         overrides = [
             f"scheme={args.scheme}",
             f"device={args.device}",
@@ -115,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
             f"rollout.group_size={args.group}",
             f"generation.max_new_tokens={args.max_new_tokens}",
             f"model.tiny_dir={workdir / 'tiny_model'}",
-            *([f"model.path={args.model}"] if args.model else []),
+            *([f"model.path={model}"] if model else []),
             *args.overrides,
         ]
         base = {"env": {"name": args.env}} if args.env != "toy/signal_game_v0" else {}
@@ -126,7 +140,8 @@ def main(argv: list[str] | None = None) -> None:
             config.model.path = path
             trainer = Trainer(config, workdir / "run")
         print(
-            f"bench: {args.model or args.shape} on {args.device}, {args.env}, {args.scheme}, "
+            f"bench: {args.model or args.shape}{' (random weights)' if args.random_weights else ''} "
+            f"on {args.device}, {args.env}, {args.scheme}, "
             f"{args.tasks} tasks x {args.group} per step, max_new_tokens {args.max_new_tokens}"
         )
         train_tps, gen_tps, share, ratios = [], [], [], []
@@ -151,6 +166,11 @@ def main(argv: list[str] | None = None) -> None:
             f"{statistics.median(ratios):.2f}, generation {statistics.median(gen_tps):,.0f} tok/s, "
             f"generation share {100 * statistics.median(share):.0f}%, "
             f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB"
+            + (
+                f", peak GPU memory allocated {torch.cuda.max_memory_allocated() / 2**20:,.0f} MiB"
+                if args.device.startswith("cuda")
+                else ""
+            )
         )
 
 

@@ -5,6 +5,7 @@ from baselines.policies.loading import load_model, load_tokenizer
 from baselines.policies.logprobs import completion_logprobs
 from baselines.policies.team import PolicyKey, Team, TeamConfig
 from baselines.policies.tiny import (
+    build_random_copy,
     build_shape_model,
     build_tiny_model,
     build_tokenizer,
@@ -15,6 +16,7 @@ __all__ = [
     "PolicyKey",
     "Team",
     "TeamConfig",
+    "build_random_copy",
     "build_shape_model",
     "build_tiny_model",
     "build_tokenizer",

@@ -37,13 +37,16 @@ def completion_logprobs(
     pad_id: int,
     temperature: float = 1.0,
     with_entropy: bool = False,
+    entropy_grad: bool = True,
     batch_size: int | None = None,
 ) -> tuple[list[Tensor], list[Tensor] | None]:
     """Log-prob of every completion token (and optionally the entropy of each step's distribution).
 
     Returns one 1-D float32 tensor per row, of length ``len(completion_ids[i])``, attached to the
-    autograd graph when gradients are enabled. ``batch_size`` splits the rows into chunks (one
-    forward each); results are independent of the chunking.
+    autograd graph when gradients are enabled. ``entropy_grad=False`` computes the entropies
+    outside the graph (a statistic only: no full-vocabulary tensors kept for the backward pass).
+    ``batch_size`` splits the rows into chunks (one forward each); results are independent of
+    the chunking.
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 to score tokens, got {temperature}")
@@ -61,6 +64,7 @@ def completion_logprobs(
             pad_id=pad_id,
             temperature=temperature,
             with_entropy=with_entropy,
+            entropy_grad=entropy_grad,
         )
         logps.extend(lp)
         ents.extend(en)
@@ -75,6 +79,7 @@ def _score_chunk(
     pad_id: int,
     temperature: float,
     with_entropy: bool,
+    entropy_grad: bool = True,
 ) -> tuple[list[Tensor], list[Tensor]]:
     device = model.get_output_embeddings().weight.device
     c_lens = [len(c) for c in completion_ids]
@@ -103,6 +108,8 @@ def _score_chunk(
     logps = [token_logp[i, :n] for i, n in enumerate(c_lens)]
     ents: list[Tensor] = []
     if with_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        # rows x tokens x vocabulary floats twice more (and their backward) when differentiated
+        with torch.set_grad_enabled(torch.is_grad_enabled() and entropy_grad):
+            entropy = -(logp_all.exp() * logp_all).sum(-1)
         ents = [entropy[i, :n] for i, n in enumerate(c_lens)]
     return logps, ents

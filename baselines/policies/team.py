@@ -186,6 +186,7 @@ class Team:
         completion_ids: Sequence[Sequence[int]],
         *,
         with_entropy: bool = False,
+        entropy_grad: bool = True,
         temperature: float = 1.0,
         batch_size: int | None = None,
     ) -> tuple[list[Tensor], list[Tensor] | None]:
@@ -194,7 +195,7 @@ class Team:
         One batched forward per ``batch_size`` rows (all rows by default). ``temperature``
         divides the logits first; use the generation temperature to reproduce
         :attr:`GenOutput.logprobs`. Returns (log-probs, entropies or None), one 1-D float32
-        tensor per row.
+        tensor per row; ``entropy_grad=False`` leaves the entropies out of the graph.
         """
         model = self.model(agent)
         return completion_logprobs(
@@ -204,6 +205,7 @@ class Team:
             pad_id=self.tokenizer(agent).pad_token_id,
             temperature=temperature,
             with_entropy=with_entropy,
+            entropy_grad=entropy_grad,
             batch_size=batch_size,
         )
 

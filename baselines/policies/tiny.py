@@ -17,7 +17,9 @@
 * a small Qwen2 or Llama config with random weights (seeded).
 
 :func:`qwen25_05b_shape_config` gives a Qwen2 config of Qwen2.5-0.5B's shape, for speed
-benchmarks with random weights on a GPU.
+benchmarks with random weights on a GPU. :func:`build_random_copy` keeps a real model's config,
+tokenizer and chat template and draws new weights: a model that measures speed just like the real
+one where its weights cannot travel (it needs only the folder's config and tokenizer files).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from typing import Literal
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import (
+    AutoConfig,
     AutoModelForCausalLM,
+    AutoTokenizer,
     GenerationConfig,
     LlamaConfig,
     PreTrainedModel,
@@ -282,6 +286,30 @@ def build_shape_model(
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config)
     return _save(model, tok, path)
+
+
+def build_random_copy(source: str | Path, path: str | Path, *, seed: int = 0) -> Path:
+    """Save a model with ``source``'s config, tokenizer and generation config and random weights.
+
+    ``source`` is a local folder; only its config and tokenizer files are read, so a folder
+    without weights will do. The result generates at the real model's speed per token (same
+    shapes, same vocabulary) but not its text: random weights rarely emit EOS, so every row runs
+    to ``max_new_tokens``. For speed benchmarks only.
+    """
+    source, path = Path(source), Path(path)
+    config = AutoConfig.from_pretrained(source)
+    tok = AutoTokenizer.from_pretrained(source)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config)
+    try:
+        model.generation_config = GenerationConfig.from_pretrained(source)
+    except OSError:  # no generation_config.json: take the special ids from the config
+        model.generation_config = GenerationConfig.from_model_config(config)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
 
 
 def _save(model: PreTrainedModel, tok: PreTrainedTokenizerFast, path: Path) -> Path:

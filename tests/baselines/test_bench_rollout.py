@@ -36,3 +36,13 @@ def test_bench_runs_and_reports_ratios(capsys):
     assert all(math.isfinite(v) and v > 0 for v in result.values())
     out = capsys.readouterr().out
     assert "2 tasks x 2 samples = 4 requests" in out and out.count("round ") == 2
+
+
+def test_bench_random_weights_of_a_model_one_decode_call(tiny_paths, capsys):
+    """``--random-weights --decode-segment 0 --warmup-rounds 1``: the GPU speed check's settings."""
+    cfg = BenchConfig(tasks=1, group=2, max_new_tokens=3, sequential_requests=1, model=tiny_paths["word"],
+                      random_weights=True, decode_segment=None, warmup_rounds=1)  # fmt: skip
+    result = run(cfg)
+    assert all(math.isfinite(v) and v > 0 for v in result.values())
+    out = capsys.readouterr().out
+    assert "(random weights)" in out and "decode segments of all tokens" in out and out.count("round ") == 1

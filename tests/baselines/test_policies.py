@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -68,6 +70,55 @@ def test_logprobs_independent_of_batch_and_padding(tiny_paths):
     # temperature divides the logits
     hot, _ = team.sequence_logprobs("speaker", prompts[:1], completions[:1], temperature=2.0)
     assert not torch.allclose(hot[0], together[0])
+
+
+def test_entropy_as_a_statistic_stays_out_of_the_graph(tiny_paths):
+    """``entropy_grad=False`` (the trainer's choice without an entropy bonus): the same entropies,
+    detached, while the log-probs keep their gradient."""
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
+    prompts, completions = batch(team)
+    lp_g, ents_g = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True)
+    lp, ents = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True, entropy_grad=False)
+    assert all(e.requires_grad for e in ents_g if len(e)) and not any(e.requires_grad for e in ents)
+    assert all(x.requires_grad for x in lp if len(x))
+    for a, b in zip(ents_g, ents):
+        torch.testing.assert_close(a.detach(), b)
+    for a, b in zip(lp_g, lp):
+        torch.testing.assert_close(a.detach(), b.detach())
+
+
+def test_random_copy_keeps_config_and_tokenizer_not_weights(tiny_paths, tmp_path):
+    """``build_random_copy`` needs only a folder's config and tokenizer files (the GPU speed check's
+    SmolLM2 stand-in): same shapes and tokens, other weights, seeded."""
+    import shutil
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from baselines.policies import build_random_copy
+
+    source = tmp_path / "config_only"
+    source.mkdir()
+    for f in Path(tiny_paths["bpe"]).iterdir():
+        if not f.name.endswith(".safetensors"):
+            shutil.copy(f, source / f.name)
+    a = build_random_copy(source, tmp_path / "a", seed=3)
+    b = build_random_copy(source, tmp_path / "b", seed=3)
+    c = build_random_copy(source, tmp_path / "c", seed=4)
+    real = AutoModelForCausalLM.from_pretrained(tiny_paths["bpe"])
+    ma, mb, mc = (AutoModelForCausalLM.from_pretrained(p) for p in (a, b, c))
+    for key in ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
+        assert getattr(ma.config, key) == getattr(real.config, key)
+    shapes = {k: v.shape for k, v in real.state_dict().items()}
+    assert {k: v.shape for k, v in ma.state_dict().items()} == shapes
+    emb = "model.embed_tokens.weight"
+    assert not torch.equal(ma.state_dict()[emb], real.state_dict()[emb])
+    assert torch.equal(ma.state_dict()[emb], mb.state_dict()[emb])  # seeded
+    assert not torch.equal(ma.state_dict()[emb], mc.state_dict()[emb])
+    text = "candidates: apple boat\ntarget: cat"
+    assert AutoTokenizer.from_pretrained(a)(text)["input_ids"] == AutoTokenizer.from_pretrained(
+        tiny_paths["bpe"]
+    )(text)["input_ids"]
+    assert ma.generation_config.eos_token_id == real.generation_config.eos_token_id
 
 
 def test_gradients_flow_and_training_changes_the_policy(tiny_paths):
