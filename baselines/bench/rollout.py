@@ -31,7 +31,8 @@ segment length (0: one ``generate`` call per batch). ``--model`` (a preset such 
 ``smollm2-135m-instruct``, a local folder or hub id) runs a real pretrained model instead of a
 built one; with ``--random-weights`` it keeps that model's config, tokenizer and chat template
 and draws new weights (for a GPU where the real weights cannot travel: same speed per token, but
-every row runs to ``--max-new-tokens``). ``--no-share-prompts`` turns the backend's prefix sharing off (to measure what it buys).
+every row runs to ``--max-new-tokens``). ``--no-share-prompts`` turns the backend's prefix
+sharing off (to measure what it buys).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ import numpy as np
 import torch
 
 from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
-from baselines.models import resolve_model
 from baselines.policies import Team, TeamConfig, build_random_copy, build_tiny_model
 from baselines.policies.corpus import signal_game_texts
 from baselines.policies.tiny import build_shape_model, qwen25_05b_shape_config
@@ -125,7 +125,7 @@ def build_model(cfg: BenchConfig, directory: Path, texts: list[str]) -> str:
     if cfg.model is not None:
         if not cfg.random_weights:
             return cfg.model
-        return str(build_random_copy(resolve_model(cfg.model), directory, seed=cfg.seed))
+        return str(build_random_copy(cfg.model, directory, seed=cfg.seed))
     if cfg.random_weights:
         raise ValueError("--random-weights needs --model (whose config and tokenizer to keep)")
     if cfg.shape == "tiny":
@@ -214,7 +214,8 @@ def run(cfg: BenchConfig) -> dict[str, float]:
     lens = [len(backend.prompt_ids(r)) for r in distinct]
     n_params = sum(p.numel() for p in team.model(agents[0]).parameters())
     print(
-        f"model: {cfg.model or cfg.shape}{' (random weights)' if cfg.random_weights else ''} ({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), "
+        f"model: {cfg.model or cfg.shape}{' (random weights)' if cfg.random_weights else ''} "
+        f"({n_params / 1e6:.1f}M params, {cfg.dtype}, {cfg.device}), "
         f"team mode {cfg.mode}, {torch.get_num_threads()} torch thread(s)"
     )
     print(

@@ -33,7 +33,6 @@ from pathlib import Path
 import torch
 
 from baselines.config import load_config
-from baselines.models import resolve_model
 from baselines.policies import build_random_copy
 from baselines.trainer import Trainer
 
@@ -121,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         workdir = Path(tmp)
         model = args.model
         if args.random_weights:
-            model = str(build_random_copy(resolve_model(args.model), workdir / "random_weights"))
+            model = str(build_random_copy(args.model, workdir / "random_weights"))
         overrides = [
             f"scheme={args.scheme}",
             f"device={args.device}",

@@ -79,7 +79,7 @@ def _score_chunk(
     pad_id: int,
     temperature: float,
     with_entropy: bool,
-    entropy_grad: bool = True,
+    entropy_grad: bool,
 ) -> tuple[list[Tensor], list[Tensor]]:
     device = model.get_output_embeddings().weight.device
     c_lens = [len(c) for c in completion_ids]

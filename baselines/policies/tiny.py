@@ -37,11 +37,14 @@ from transformers import (
     AutoTokenizer,
     GenerationConfig,
     LlamaConfig,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerFast,
     Qwen2Config,
 )
 from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+from baselines.models.presets import resolve_model
 
 BOS, EOS, PAD, UNK = "<s>", "</s>", "<pad>", "<unk>"
 ROLE_TOKENS: tuple[str, ...] = ("<|system|>", "<|user|>", "<|assistant|>")
@@ -282,26 +285,21 @@ def build_shape_model(
         tok.eos_token_id,
         tok.pad_token_id,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config)
-    return _save(model, tok, path)
+    return _save(_random_model(config, seed), tok, path)
 
 
 def build_random_copy(source: str | Path, path: str | Path, *, seed: int = 0) -> Path:
     """Save a model with ``source``'s config, tokenizer and generation config and random weights.
 
-    ``source`` is a local folder; only its config and tokenizer files are read, so a folder
-    without weights will do. The result generates at the real model's speed per token (same
-    shapes, same vocabulary) but not its text: random weights rarely emit EOS, so every row runs
-    to ``max_new_tokens``. For speed benchmarks only.
+    ``source`` is a model preset or a local folder; only its config and tokenizer files are read,
+    so a folder without weights will do. The result generates at the real model's speed per token
+    (same shapes, same vocabulary) but not its text: random weights rarely emit EOS, so every row
+    runs to ``max_new_tokens``. For speed benchmarks only.
     """
-    source, path = Path(source), Path(path)
+    source, path = Path(resolve_model(str(source))), Path(path)
     config = AutoConfig.from_pretrained(source)
     tok = AutoTokenizer.from_pretrained(source)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config)
+    model = _random_model(config, seed)
     try:
         model.generation_config = GenerationConfig.from_pretrained(source)
     except OSError:  # no generation_config.json: take the special ids from the config
@@ -310,6 +308,13 @@ def build_random_copy(source: str | Path, path: str | Path, *, seed: int = 0) ->
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+def _random_model(config: PretrainedConfig, seed: int) -> PreTrainedModel:
+    """A model of ``config`` with weights drawn from ``seed`` (the global RNG is left untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return AutoModelForCausalLM.from_config(config)
 
 
 def _save(model: PreTrainedModel, tok: PreTrainedTokenizerFast, path: Path) -> Path:
