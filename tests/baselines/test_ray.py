@@ -6,6 +6,8 @@ started and shut down here; every result is compared with the same work done loc
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,20 @@ def cluster():
         node = ray.nodes()[0]
         assert node["NodeManagerAddress"] == "127.0.0.1"  # loopback only
         yield
+
+
+def wait_until_dead(actor, timeout_s: float = 60.0) -> None:
+    """Block until a killed ``RetrieverActor`` refuses calls (its death reached this driver)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.batch_search.remote([], 1), timeout=10)
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"a killed Ray actor still answered after {timeout_s:.0f} s")
 
 
 def jobs() -> list[Job]:
@@ -169,6 +185,7 @@ def test_ray_retriever_meets_the_retriever_contract_like_local_bm25(cluster):
     assert remote.search("rome italy", 3) == local.search("rome italy", 3)
     assert remote.search("zzz unknown", 3) == []  # no match: empty, never padding
     ray.kill(remote.actors[0])  # a lost replica is an infrastructure error, not "no results"
+    wait_until_dead(remote.actors[0])  # ray.kill is asynchronous: a call sent at once may still be served
     with pytest.raises(RetrievalError):
         remote.batch_search(queries, 2)
     remote.close()
