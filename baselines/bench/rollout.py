@@ -230,17 +230,18 @@ def run(cfg: BenchConfig) -> dict[str, float]:
     )
     # warm-up on the whole batch (a few tokens): the first large call also grows the allocator's pools
     backend.generate(requests, GenerationConfig(max_new_tokens=2, seed=cfg.seed))
+    def backend_then_plain() -> tuple[Figures, Figures]:
+        call = backend._calls  # plain generate draws with the seed of the backend's call: the same tokens
+        b = timed_backend(backend, requests, cfg.device)
+        return b, plain_generate(team, prompts, requests[0].agent, gen, cfg.seed + call, cfg.device)
+
     for _ in range(cfg.warmup_rounds):  # a GPU's first full-length calls pick kernels and grow the pools
-        call = backend._calls
-        timed_backend(backend, requests, cfg.device)
-        plain_generate(team, prompts, requests[0].agent, gen, cfg.seed + call, cfg.device)
+        backend_then_plain()
     every = -(-len(requests) // cfg.sequential_requests) if cfg.sequential_requests else 1
     seq = list(range(0, len(requests), every))  # evenly spread, so prompt lengths are representative
     vs_plain, vs_seq = [], []
     for rnd in range(cfg.rounds):
-        call = backend._calls  # plain generate draws with the seed of the backend's call: the same tokens
-        b = timed_backend(backend, requests, cfg.device)
-        p = plain_generate(team, prompts, requests[0].agent, gen, cfg.seed + call, cfg.device)
+        b, p = backend_then_plain()
         s = one_at_a_time(team, [prompts[i] for i in seq], [requests[i].agent for i in seq], gen,
                           cfg.seed + 1000 * (rnd + 1), cfg.device)  # fmt: skip
         vs_plain.append(b.rate / p.rate)

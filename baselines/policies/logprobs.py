@@ -108,8 +108,8 @@ def _score_chunk(
     logps = [token_logp[i, :n] for i, n in enumerate(c_lens)]
     ents: list[Tensor] = []
     if with_entropy:
-        # rows x tokens x vocabulary floats twice more (and their backward) when differentiated
-        with torch.set_grad_enabled(torch.is_grad_enabled() and entropy_grad):
-            entropy = -(logp_all.exp() * logp_all).sum(-1)
+        # differentiated, it keeps rows x tokens x vocabulary floats twice more for the backward pass
+        src = logp_all if entropy_grad else logp_all.detach()
+        entropy = -(src.exp() * src).sum(-1)
         ents = [entropy[i, :n] for i, n in enumerate(c_lens)]
     return logps, ents

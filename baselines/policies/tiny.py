@@ -39,6 +39,7 @@ from transformers import (
     LlamaConfig,
     PretrainedConfig,
     PreTrainedModel,
+    PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
     Qwen2Config,
 )
@@ -299,15 +300,11 @@ def build_random_copy(source: str | Path, path: str | Path, *, seed: int = 0) ->
     source, path = Path(resolve_model(str(source))), Path(path)
     config = AutoConfig.from_pretrained(source)
     tok = AutoTokenizer.from_pretrained(source)
-    model = _random_model(config, seed)
     try:
-        model.generation_config = GenerationConfig.from_pretrained(source)
+        generation = GenerationConfig.from_pretrained(source)
     except OSError:  # no generation_config.json: take the special ids from the config
-        model.generation_config = GenerationConfig.from_model_config(config)
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+        generation = GenerationConfig.from_model_config(config)
+    return _save(_random_model(config, seed), tok, path, generation)
 
 
 def _random_model(config: PretrainedConfig, seed: int) -> PreTrainedModel:
@@ -317,9 +314,14 @@ def _random_model(config: PretrainedConfig, seed: int) -> PreTrainedModel:
         return AutoModelForCausalLM.from_config(config)
 
 
-def _save(model: PreTrainedModel, tok: PreTrainedTokenizerFast, path: Path) -> Path:
-    """Save ``model`` (generation config from the tokenizer's special ids) and ``tok`` into ``path``."""
-    model.generation_config = GenerationConfig(
+def _save(
+    model: PreTrainedModel,
+    tok: PreTrainedTokenizerBase,
+    path: Path,
+    generation: GenerationConfig | None = None,
+) -> Path:
+    """Save ``model`` with ``generation`` (default: the tokenizer's special ids) and ``tok`` into ``path``."""
+    model.generation_config = generation or GenerationConfig(
         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
     )
     path.mkdir(parents=True, exist_ok=True)
