@@ -53,15 +53,8 @@ from llm_marl_envs.code.coder_tester_scoring import (
     score_turn,
 )
 from llm_marl_envs.code.sandbox_handle import SandboxResource, hidden_test_texts
-from llm_marl_envs.core import (
-    Action,
-    Role,
-    TextCollabEnv,
-    TurnOutcome,
-    make_env_fn,
-    make_parallel_env_fn,
-    noop_when_idle,
-)
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.core.cycles import noop_when_idle
 from llm_marl_envs.data.humaneval import split_problems
 from llm_marl_envs.data.problems import choose_problem
 from llm_marl_envs.sandbox import default_sandbox

@@ -66,15 +66,8 @@ from llm_marl_envs.code.helper_main_reward import RewardConfig
 from llm_marl_envs.code.helper_main_scoring import HelperMainScorer, Scored, Submission
 from llm_marl_envs.code.helper_main_text import HELPER_INSTRUCTIONS, MAIN_INSTRUCTIONS, HelperMainText
 from llm_marl_envs.code.sandbox_handle import hidden_test_texts
-from llm_marl_envs.core import (
-    Action,
-    Role,
-    TextCollabEnv,
-    TurnOutcome,
-    make_env_fn,
-    make_parallel_env_fn,
-    noop_when_idle,
-)
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.core.cycles import noop_when_idle
 from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, split_problems
 from llm_marl_envs.data.problems import choose_problem
 

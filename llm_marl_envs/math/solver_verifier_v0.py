@@ -48,15 +48,8 @@ from typing import Any
 import numpy as np
 
 from llm_marl_envs.code.sandbox_handle import SandboxResource
-from llm_marl_envs.core import (
-    Action,
-    Role,
-    TextCollabEnv,
-    TurnOutcome,
-    make_env_fn,
-    make_parallel_env_fn,
-    noop_when_idle,
-)
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.core.cycles import noop_when_idle
 from llm_marl_envs.data.problems import choose_problem
 from llm_marl_envs.data.seed_splits import instance_seed
 from llm_marl_envs.math.answers import answers_match, last_boxed, parse_verdict

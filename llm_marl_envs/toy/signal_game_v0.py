@@ -27,15 +27,8 @@ import re
 
 import numpy as np
 
-from llm_marl_envs.core import (
-    Action,
-    Role,
-    TextCollabEnv,
-    TurnOutcome,
-    make_env_fn,
-    make_parallel_env_fn,
-    noop_when_idle,
-)
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.core.cycles import noop_when_idle
 
 DEFAULT_WORDS: tuple[str, ...] = (
     "apple", "boat", "cat", "drum", "egg", "fish", "goat", "hat",
