@@ -105,6 +105,15 @@ def test_pettingzoo_flag_does_not_change_who_acts():
     assert turns.unwrapped.cycle_actors == frozenset({"speaker", "listener"})  # its own turn, unchanged
 
 
+def test_a_task_declaring_pettingzoos_flag_itself_is_told_about_simultaneous_turns():
+    class Declared(signal_game_v0.raw_env):
+        metadata = {**signal_game_v0.raw_env.metadata, "is_parallelizable": True}
+
+    with pytest.warns(UserWarning, match="simultaneous_turns"):
+        env = Declared()
+    assert not env.metadata["is_parallelizable"] and not env.simultaneous_turns
+
+
 def test_helper_main_simultaneous_turns_follow_visibility():
     from llm_marl_envs.code import helper_main_v0
 

@@ -45,6 +45,7 @@ Generic MARL code gets every agent stepping every cycle from :mod:`.cycles`.
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,6 +129,12 @@ class TextCollabEnv(TaskHooks, CycleSchedule, AECEnv):
         self.action_spaces = {a: FreeText(max_action_chars) for a in names}
         self.observation_spaces = {a: text_observation_space(max_observation_chars) for a in names}
         self.state_space = FreeText(10 * max_observation_chars)
+        if type(self).metadata.get("is_parallelizable") and not self.simultaneous_turns:
+            warnings.warn(
+                f"{type(self).__name__}: metadata['is_parallelizable'] is declared by the env from its schedule "
+                "and does not decide who acts; set the class attribute simultaneous_turns = True for blind turns",
+                stacklevel=2,
+            )
         self._declare_parallelizable()
         self._np_random: np.random.Generator = np.random.default_rng()
         self.agents: list[str] = []
