@@ -12,7 +12,10 @@ trainers use, and its actions are valid text that ends episodes); no observation
 a secret of the task (``secrets(agent)``: gold answers, hidden tests) at reset or while
 the team does nothing; clones are independent, pickling and deep copies play on alike;
 hostile actions (huge, null bytes, surrogates, bytes, non-strings) never raise and are
-reported as format issues.
+reported as format issues; and what RLlib, TorchRL, Tianshou, PettingZoo's conversions and
+Gymnasium's vector envs rely on (:mod:`.testing_interop`: truthful ``acting`` flags, a fixed
+parallel info schema, policies that answer in every slot, ``state_test``, ``aec_to_parallel``,
+vector batching of the spaces).
 
 ``check_env`` prints one line per check (PettingZoo's own output and renders are captured)
 and returns the summary; a failing check raises ``AssertionError`` naming it.
@@ -33,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_marl_envs import testing_interop
 from llm_marl_envs.registry import EnvSpec, registry
 
 Policy = Callable[[Any, str], Any]
@@ -249,6 +253,7 @@ CHECKS: dict[str, Callable[[EnvSpec], None]] = {
     "clones": check_clones,
     "copies": check_copies,
     "hostile_actions": check_hostile_actions,
+    **testing_interop.CHECKS,  # what other libraries' wrappers rely on
 }
 
 

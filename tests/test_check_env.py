@@ -63,5 +63,5 @@ def test_missing_random_policy_makes_a_task_untrainable(specs):
 def test_check_env_prints_only_a_summary(specs, capsys):
     timings = check_env(specs["honest"])
     out = capsys.readouterr().out
-    assert len(out.splitlines()) == len(timings) + 1 and "all 12 checks passed" in out
+    assert len(out.splitlines()) == len(timings) + 1 and "all 18 checks passed" in out
     assert "[turn" not in out  # no transcript, no PettingZoo chatter

@@ -30,10 +30,12 @@ def test_free_text_samples_are_seeded_and_contained():
     assert any(not s.isascii() for s in samples)
 
 
-def test_observation_space_is_dict_of_text():
+def test_observation_space_is_dict_of_text_and_acting_flag():
     space = text_observation_space(50)
-    assert space.contains({"text": "anything at all ✓"})
-    assert not space.contains({"text": "y" * 51})
+    assert space.contains({"text": "anything at all ✓", "acting": 1})
+    assert space.contains({"text": "", "acting": 0})
+    assert not space.contains({"text": "y" * 51, "acting": 1})
+    assert not space.contains({"text": "no flag"})
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ def test_guide_task_is_short_registers_and_passes_compliance(tmp_path, monkeypat
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             exec(compile(usage, "custom_task.md (usage)", "exec"), {})  # imports, makes, runs check_env
-        assert "all 12 checks passed" in capsys.readouterr().out
+        assert "all 18 checks passed" in capsys.readouterr().out
         module = sys.modules["my_tasks.sum_game_v0"]
         env = llm_marl_envs.make("toy/sum_game_v0")
         assert play_episode(env, module.best_policy, seed=4) == 1.0

@@ -54,6 +54,7 @@ from llm_marl_envs.code.coder_tester_scoring import (
 )
 from llm_marl_envs.code.sandbox_handle import SandboxResource, hidden_test_texts
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.core.cycles import noop_when_idle
 from llm_marl_envs.data.humaneval import split_problems
 from llm_marl_envs.data.problems import choose_problem
 from llm_marl_envs.sandbox import default_sandbox
@@ -89,7 +90,8 @@ class raw_env(SandboxResource, TextCollabEnv):
         format_penalty: added once per flagged agent and turn; <= 0.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "coder_tester_v0", "is_parallelizable": True}
+    metadata = {"render_modes": ["ansi", "human"], "name": "coder_tester_v0"}
+    simultaneous_turns = True  # blind turns: a parallel step is a whole turn
     shared_attributes = ("problems",)
     local_reward_components = LOCAL_REWARD_COMPONENTS
 
@@ -207,6 +209,7 @@ env = make_env_fn(raw_env)
 parallel_env = make_parallel_env_fn(raw_env)
 
 
+@noop_when_idle
 def best_policy(env: Any, agent: str) -> str:
     """The reference solution and the golden tests (requires a dataset with references)."""
     p = env.unwrapped.problem
@@ -217,6 +220,7 @@ def best_policy(env: Any, agent: str) -> str:
     return p.golden_source if p.kind == "stdio" else f"```python\n{p.golden_source}\n```"
 
 
+@noop_when_idle
 def random_policy(env: Any, agent: str, rng: np.random.Generator) -> str:
     """A random pick among the best answer, an empty answer, prose, and a broken program / test."""
     p = env.unwrapped.problem

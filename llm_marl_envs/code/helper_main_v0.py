@@ -67,6 +67,7 @@ from llm_marl_envs.code.helper_main_scoring import HelperMainScorer, Scored, Sub
 from llm_marl_envs.code.helper_main_text import HELPER_INSTRUCTIONS, MAIN_INSTRUCTIONS, HelperMainText
 from llm_marl_envs.code.sandbox_handle import hidden_test_texts
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.core.cycles import noop_when_idle
 from llm_marl_envs.data.humaneval import CodeProblem, load_code_problems, split_problems
 from llm_marl_envs.data.problems import choose_problem
 
@@ -97,7 +98,8 @@ class raw_env(HelperMainText, TextCollabEnv):
         format_penalty: added once per flagged agent and turn; must be <= 0.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "helper_main_v0", "is_parallelizable": True}
+    metadata = {"render_modes": ["ansi", "human"], "name": "helper_main_v0"}
+    simultaneous_turns = True  # blind turns: a parallel step is a whole turn
     shared_attributes = ("scorer", "problems")
     counterfactual_modes = ("rescore",)
 
@@ -170,7 +172,8 @@ class raw_env(HelperMainText, TextCollabEnv):
         self.turn_reward = turn_reward
         self.reward_config = reward or RewardConfig()
         self.scorer = HelperMainScorer(self.helper_functions, "main", self.reward_config, sandbox, timeout_s)
-        self.metadata = {**type(self).metadata, "is_parallelizable": visibility == "blind"}
+        self.simultaneous_turns = visibility == "blind"
+        self._declare_parallelizable()
         self.problem: CodeProblem = pool[0]
         self.answers: dict[str, str] = {}
         self.history: list[Scored] = []  #: each scored turn
@@ -280,18 +283,21 @@ env = make_env_fn(raw_env)
 parallel_env = make_parallel_env_fn(raw_env)
 
 
+@noop_when_idle
 def best_policy(env, agent: str) -> str:
     """The oracle: the reference solution split into a real helper and a main that uses it."""
     inner = env.unwrapped
     return oracle_answers(inner.problem, inner.helper_functions, "main")[agent]
 
 
+@noop_when_idle
 def main_only_policy(env, agent: str) -> str:
     """Helpers write their oracle functions, main solves alone without calling them."""
     inner = env.unwrapped
     return main_only_answers(inner.problem, inner.helper_functions, "main")[agent]
 
 
+@noop_when_idle
 def random_policy(env, agent: str, rng: np.random.Generator) -> str:
     """A random pick among: the oracle answer, the main-only answer, an empty answer, junk
     text, a trivial function and a syntax error."""

@@ -9,12 +9,14 @@ import numpy as np
 
 from llm_marl_envs.code.feedback import parse_failures
 from llm_marl_envs.code.search_problems import FUNCTION, SearchProblem
+from llm_marl_envs.core.cycles import noop_when_idle
 
 
 def _fenced(code: str) -> str:
     return f"```python\n{code.rstrip()}\n```"
 
 
+@noop_when_idle
 def best_policy(env: Any, agent: str) -> str:
     """Oracle: the problem's reference solution, at every node."""
     problem = env.unwrapped.problem
@@ -33,6 +35,7 @@ def wrong_program(problem: SearchProblem) -> str:
     return "import sys\nsys.stdin.read()\nprint('<wrong>')\n"
 
 
+@noop_when_idle
 def buggy_then_fixed_policy(env: Any, agent: str) -> str:
     """Writes a wrong program; writes the reference only when its observation shows a failing input.
 
@@ -50,11 +53,13 @@ def buggy_then_fixed_policy(env: Any, agent: str) -> str:
     return _fenced(wrong_program(raw.problem))
 
 
+@noop_when_idle
 def always_fail_policy(env: Any, agent: str) -> str:
     """Always the wrong program (gets 0)."""
     return _fenced(wrong_program(env.unwrapped.problem))
 
 
+@noop_when_idle
 def random_policy(env: Any, agent: str, rng: np.random.Generator) -> str:
     """A random one of: the reference, the wrong program, prose without code, empty."""
     problem = env.unwrapped.problem

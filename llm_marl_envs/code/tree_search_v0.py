@@ -164,7 +164,7 @@ class raw_env(SandboxResource, TreeSearchEvaluation, TextCollabEnv):
         format_penalty: added to the turn reward when the answer has a format issue.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "tree_search_v0", "is_parallelizable": False}
+    metadata = {"render_modes": ["ansi", "human"], "name": "tree_search_v0"}
     horizon_kwarg = "max_nodes"
     shared_attributes = ("problems",)
 

@@ -8,6 +8,14 @@ action; in a parallelizable task (agents blind to each other within a turn) it i
 ``rewards`` of a step sum the team rewards of the turns that ended in it, so the sum over an
 episode is the episode return.
 
+Infos have one fixed schema from ``reset`` on, so that clients which build their info spec
+at reset (TorchRL) keep working: every live agent's info is :func:`step_info` -- ``acting``
+(bool: its action counts in the next step), ``turn`` (int: turns scored so far) and
+``cycle`` (int: cycles completed) -- and nothing else. The per-turn details
+(``reward_components``, ``format_issues``, a task's extras) stay in the AEC env's
+``env.unwrapped.infos`` and in ``env.unwrapped.record``. ``state_space``/``state()`` are the
+task's global state (text), for centralized critics and PettingZoo's ``state_test``.
+
 Bad input is a typed error: an action missing for an acting agent or given for an agent
 that is not live raises :class:`MissingActionError` / :class:`UnknownAgentError` (both
 ``KeyError`` and ``ValueError``), before anything is stepped.
@@ -38,6 +46,11 @@ class UnknownAgentError(KeyError, ValueError):
         return str(self.args[0])
 
 
+def step_info(raw: Any, agent: str) -> dict[str, bool | int]:
+    """The parallel env's info for ``agent``: the same keys and scalar types at every step."""
+    return {"acting": raw.is_acting(agent), "turn": int(raw.turn), "cycle": int(raw.cycles)}
+
+
 class TextParallelEnv(ParallelEnv):
     """Parallel view of a wrapped text task in the cycle schedule."""
 
@@ -47,6 +60,7 @@ class TextParallelEnv(ParallelEnv):
         self.metadata = {**raw.metadata, "is_parallelizable": True}
         self.possible_agents = list(raw.possible_agents)
         self.render_mode = raw.render_mode
+        self.state_space = raw.state_space
         self.agents: list[str] = []
 
     @property
@@ -63,7 +77,7 @@ class TextParallelEnv(ParallelEnv):
         self.aec_env.reset(seed=seed, options=options)
         raw = self.aec_env.unwrapped
         self.agents = list(raw.agents)
-        return {a: raw.observe(a) for a in self.agents}, {a: dict(raw.infos[a]) for a in self.agents}
+        return {a: raw.observe(a) for a in self.agents}, {a: step_info(raw, a) for a in self.agents}
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         raw = self.aec_env.unwrapped
@@ -91,7 +105,7 @@ class TextParallelEnv(ParallelEnv):
                 rewards[a] += float(raw.rewards.get(a, 0.0))
         terminations = {a: bool(raw.terminations[a]) for a in live}
         truncations = {a: bool(raw.truncations[a]) for a in live}
-        infos = {a: dict(raw.infos[a]) for a in live}
+        infos = {a: step_info(raw, a) for a in live}
         observations = {a: raw.observe(a) for a in live}
         while raw.agents and self._all_dead(raw):  # PettingZoo's dead steps, done here
             self.aec_env.step(None)
@@ -102,7 +116,8 @@ class TextParallelEnv(ParallelEnv):
     def _all_dead(raw: Any) -> bool:
         return all(raw.terminations[a] or raw.truncations[a] for a in raw.agents)
 
-    def render(self) -> Any:
+    def render(self, mode: str | None = None) -> Any:
+        """The task's render (``mode`` is accepted and ignored: the env's ``render_mode`` decides)."""
         return self.aec_env.render()
 
     def state(self) -> str:

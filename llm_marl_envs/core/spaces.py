@@ -27,7 +27,8 @@ class FreeText(spaces.Text):
     """Any string of at most ``max_length`` characters (no charset restriction).
 
     It subclasses :class:`gymnasium.spaces.Text` so that tools that special-case text
-    spaces keep working; only ``contains`` and ``sample`` differ.
+    spaces keep working; ``contains`` and ``sample`` differ, and Gymnasium's vector and
+    flattening utilities get their own registrations (:mod:`.text_batching`).
     """
 
     def __init__(self, max_length: int = 16_384, *, min_length: int = 0, seed: int | None = None):
@@ -47,6 +48,11 @@ class FreeText(spaces.Text):
         idx = self.np_random.integers(0, len(_SAMPLE_CHARSET), size=length)
         return "".join(_SAMPLE_CHARSET[i] for i in idx)
 
+    @property
+    def is_np_flattenable(self) -> bool:
+        """Free text has no fixed-size numeric form (:mod:`.text_batching` refuses ``flatten``)."""
+        return False
+
     def __repr__(self) -> str:
         return f"FreeText(max_length={self.max_length})"
 
@@ -61,28 +67,12 @@ class FreeText(spaces.Text):
 
 
 def text_observation_space(max_length: int) -> spaces.Dict:
-    """The observation space of every text task: ``{"text": FreeText}``.
+    """The observation space of every text task: ``{"text": FreeText, "acting": Discrete(2)}``.
 
-    A bare ``Text`` observation fails ``pettingzoo.test.api_test`` (it checks a numpy
-    dtype on non-dict observations); a ``Dict`` whose key is not ``"observation"`` is
-    checked with ``contains`` only, which is exactly what a text observation needs.
+    ``"text"`` is the agent's chat; ``"acting"`` is 1 when the agent's next step is a real
+    action and 0 in a no-op slot of the cycle schedule (:mod:`.cycles`), so that models
+    which see only observations (RLlib's, TorchRL's) can tell the two apart. A bare ``Text``
+    observation fails ``pettingzoo.test.api_test`` (it checks a numpy dtype on non-dict
+    observations); a ``Dict`` whose key is not ``"observation"`` is checked with ``contains``.
     """
-    return spaces.Dict({"text": FreeText(max_length)})
-
-
-def _register_vector_utils() -> None:
-    """Teach Gymnasium's vector utilities (used by SuperSuit's vector envs) to batch ``FreeText``.
-
-    Gymnasium batches ``Text`` spaces as a ``Tuple`` of strings (``batch_space``,
-    ``concatenate``, ``create_empty_array`` dispatch on ``Text`` and so reach ``FreeText``) but
-    registers no ``iterate`` for it, which ``concat_vec_envs_v1`` needs. Registering a space
-    type with these single-dispatch functions is Gymnasium's extension mechanism.
-    """
-    from gymnasium.vector.utils import iterate
-
-    @iterate.register(FreeText)
-    def _iterate_free_text(space: FreeText, items: Any) -> Any:
-        return iter(items)
-
-
-_register_vector_utils()
+    return spaces.Dict({"text": FreeText(max_length), "acting": spaces.Discrete(2)})

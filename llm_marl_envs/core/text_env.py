@@ -45,6 +45,7 @@ Generic MARL code gets every agent stepping every cycle from :mod:`.cycles`.
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,7 +78,6 @@ class TextCollabEnv(TaskHooks, CycleSchedule, AECEnv):
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["ansi", "human"],
         "name": "text_collab",
-        "is_parallelizable": False,
     }
     #: attributes shared (not deep-copied) between an env and its clones
     shared_attributes: ClassVar[tuple[str, ...]] = ()
@@ -129,6 +129,13 @@ class TextCollabEnv(TaskHooks, CycleSchedule, AECEnv):
         self.action_spaces = {a: FreeText(max_action_chars) for a in names}
         self.observation_spaces = {a: text_observation_space(max_observation_chars) for a in names}
         self.state_space = FreeText(10 * max_observation_chars)
+        if type(self).metadata.get("is_parallelizable") and not self.simultaneous_turns:
+            warnings.warn(
+                f"{type(self).__name__}: metadata['is_parallelizable'] is declared by the env from its schedule "
+                "and does not decide who acts; set the class attribute simultaneous_turns = True for blind turns",
+                stacklevel=2,
+            )
+        self._declare_parallelizable()
         self._np_random: np.random.Generator = np.random.default_rng()
         self.agents: list[str] = []
         self.turn = 0
@@ -173,13 +180,15 @@ class TextCollabEnv(TaskHooks, CycleSchedule, AECEnv):
         self._setup(self._np_random, options or {})
         self._start_turn()
         self._reset_cycles()
+        self._refresh_acting()
 
-    def observe(self, agent: str) -> dict[str, str]:
+    def observe(self, agent: str) -> dict[str, Any]:
+        """``{"text": the agent's chat as text, "acting": 1 if its next step counts else 0}``."""
         text = self._obs_cache.get(agent)
         if text is None:
             text = self._fit(render_chat(self._histories[agent]), self.max_observation_chars)
             self._obs_cache[agent] = text
-        return {"text": text}
+        return {"text": text, "acting": int(self.is_acting(agent))}
 
     def observe_chat(self, agent: str) -> list[ChatMessage]:
         """Agent ``agent``'s observation as chat messages, ready for a chat template."""
@@ -194,6 +203,7 @@ class TextCollabEnv(TaskHooks, CycleSchedule, AECEnv):
         self._clear_rewards()
         if self._is_noop(agent):  # cycle schedule: not this agent's turn, the action is ignored
             self._advance_cycle()
+            self._refresh_acting()
             self._accumulate_rewards()
             return
         act = sanitize_action(action, self.max_action_chars)
@@ -212,6 +222,7 @@ class TextCollabEnv(TaskHooks, CycleSchedule, AECEnv):
             self._finish_turn()
         if self.schedule_mode == "cycles":
             self._advance_cycle()
+        self._refresh_acting()
         self._accumulate_rewards()
         if self.render_mode == "human" and self.record.done:
             self.render()
@@ -220,7 +231,9 @@ class TextCollabEnv(TaskHooks, CycleSchedule, AECEnv):
         """The global state (for centralized training): hidden task state + full transcript."""
         return f"{self._hidden_state()}\n\n{self.transcript()}"
 
-    def render(self) -> str | None:
+    def render(self, mode: str | None = None) -> str | None:
+        """The transcript (``"ansi"``), or printed (``"human"``); ``mode`` is accepted and ignored
+        (the env's ``render_mode`` decides; RLlib passes one)."""
         text = self.transcript()
         if self.render_mode == "human":
             print(text)

@@ -19,8 +19,8 @@ observation text. Episodes reset automatically: when env ``i``'s episode ends, t
 
 Seeding: ``reset(seed=s)`` seeds env ``i`` with ``s + i``; its k-th automatic reset uses
 ``s + i + k * num_envs``, so every episode of a run has its own seed and runs are reproducible.
-For SuperSuit and Gymnasium vector utilities see :mod:`llm_marl_envs.core.spaces` (``FreeText``
-is registered with them) and the parallel API (:mod:`llm_marl_envs.core.parallel`).
+For SuperSuit's and Gymnasium's vector envs see :mod:`llm_marl_envs.core.text_batching` (each env
+gets its own whole string) and the parallel API (:mod:`llm_marl_envs.core.parallel`).
 """
 
 from __future__ import annotations

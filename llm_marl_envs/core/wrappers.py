@@ -36,6 +36,10 @@ class TextEnvWrapper(OrderEnforcingWrapper):
     def observe_chat(self, agent: str) -> list[dict]:
         return self.unwrapped.observe_chat(agent)
 
+    def render(self, mode: str | None = None) -> Any:
+        """PettingZoo's render; ``mode`` is accepted and ignored (the env's ``render_mode`` decides)."""
+        return super().render()
+
 
 def horizon_kwargs(raw_env: type, kwargs: dict[str, Any]) -> int | None:
     """Pop ``max_cycles`` from ``kwargs`` and map it onto the task's horizon parameter."""

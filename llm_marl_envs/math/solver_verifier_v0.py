@@ -49,6 +49,7 @@ import numpy as np
 
 from llm_marl_envs.code.sandbox_handle import SandboxResource
 from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.core.cycles import noop_when_idle
 from llm_marl_envs.data.problems import choose_problem
 from llm_marl_envs.data.seed_splits import instance_seed
 from llm_marl_envs.math.answers import answers_match, last_boxed, parse_verdict
@@ -93,7 +94,7 @@ class raw_env(SandboxResource, TextCollabEnv):
         format_penalty: added to the joint reward once per flagged agent and turn; <= 0.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "solver_verifier_v0", "is_parallelizable": False}
+    metadata = {"render_modes": ["ansi", "human"], "name": "solver_verifier_v0"}
     shared_attributes = ("problems",)
     counterfactual_modes = ("rescore",)
     held_out_split = "test"  #: evaluation (``baselines.evaluate``) uses the disjoint test seeds
@@ -251,6 +252,7 @@ env = make_env_fn(raw_env)
 parallel_env = make_parallel_env_fn(raw_env)
 
 
+@noop_when_idle
 def best_policy(env: Any, agent: str) -> str:
     """Scripted best team (peeks at the gold answer): the tool prints it, the solver boxes it,
     the verifier approves exactly the correct answers."""
@@ -263,6 +265,7 @@ def best_policy(env: Any, agent: str) -> str:
     return "<verify>approve</verify>" if ok else "<verify>reject</verify> The final answer is wrong."
 
 
+@noop_when_idle
 def random_policy(env: Any, agent: str, rng: np.random.Generator) -> str:
     """Random play: the solver boxes the gold answer, a wrong number or nothing; the verifier
     approves, rejects or writes junk; the tool prints a number or writes junk."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_marl_envs.core.cycles import noop_when_idle
 from llm_marl_envs.planning.puzzle import DIRECTIONS, parse_moves
 from llm_marl_envs.planning.solver_programs import solver_answer
 
@@ -31,6 +32,7 @@ def _moves_answer(moves: list[str]) -> str:
     return f"<moves>{' '.join(moves)}</moves>"
 
 
+@noop_when_idle
 def best_policy(env: Any, agent: str) -> str:
     inner = env.unwrapped
     if agent == "tool":
@@ -80,6 +82,7 @@ def greedy_moves(puzzle: Any, limit: int) -> list[str]:
     return moves
 
 
+@noop_when_idle
 def greedy_policy(env: Any, agent: str) -> str:
     inner = env.unwrapped
     if agent == "tool":
@@ -87,6 +90,7 @@ def greedy_policy(env: Any, agent: str) -> str:
     return _moves_answer(greedy_moves(inner.puzzle, inner.max_moves_per_turn))
 
 
+@noop_when_idle
 def random_policy(env: Any, agent: str, rng: np.random.Generator) -> str:
     inner = env.unwrapped
     words = inner.puzzle.move_words()

@@ -79,7 +79,7 @@ class raw_env(SandboxResource, TextCollabEnv):
         format_penalty: added to the joint reward once per flagged agent and turn; <= 0.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "grid_v0", "is_parallelizable": False}
+    metadata = {"render_modes": ["ansi", "human"], "name": "grid_v0"}
     held_out_split = "test"  #: evaluation (``baselines.evaluate``) uses the disjoint test seeds
     local_reward_components = LOCAL_REWARD_COMPONENTS
 

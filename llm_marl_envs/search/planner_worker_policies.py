@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from llm_marl_envs.core.cycles import noop_when_idle
 from llm_marl_envs.data.multihop import parse_subquestion
 from llm_marl_envs.search.answers import normalize_answer
 from llm_marl_envs.search.planner_worker_text import _PASSAGE, _TOPIC_HEADER
@@ -106,6 +107,7 @@ def _scripted_worker(env, agent: str) -> str:
     return "<report>unknown</report>"
 
 
+@noop_when_idle
 def best_policy(env, agent: str) -> str:
     """The scripted team: the planner follows the gold decomposition (from the hidden state),
     reading step 1 off the topic passage when it is given; workers really search BM25 for
@@ -117,6 +119,7 @@ def best_policy(env, agent: str) -> str:
     return _scripted_worker(env, agent)
 
 
+@noop_when_idle
 def no_search_policy(env, agent: str) -> str:
     """The scripted planner with workers that never search (they report "unknown"): the team
     answers from the given information only -- the topic passage, read like a worker reads."""
@@ -127,6 +130,7 @@ def no_search_policy(env, agent: str) -> str:
     return "<report>unknown</report>"
 
 
+@noop_when_idle
 def random_policy(env, agent: str, rng: np.random.Generator) -> str:
     """Well-formed tags with random words from the agent's own observation (or, sometimes, junk)."""
     words = re.findall(r"[A-Za-z]\w+", env.observe(agent)["text"][-2000:]) or ["x"]

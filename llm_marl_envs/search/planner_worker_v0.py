@@ -134,7 +134,7 @@ class raw_env(PlannerWorkerActions, TextCollabEnv):
         format_penalty: added per flagged agent and turn (<= 0).
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "planner_worker_v0", "is_parallelizable": False}
+    metadata = {"render_modes": ["ansi", "human"], "name": "planner_worker_v0"}
     shared_attributes = ("retriever", "examples", "world", "topic_passages")
     counterfactual_modes = ("rescore",)
 

@@ -27,14 +27,8 @@ import re
 
 import numpy as np
 
-from llm_marl_envs.core import (
-    Action,
-    Role,
-    TextCollabEnv,
-    TurnOutcome,
-    make_env_fn,
-    make_parallel_env_fn,
-)
+from llm_marl_envs.core import Action, Role, TextCollabEnv, TurnOutcome, make_env_fn, make_parallel_env_fn
+from llm_marl_envs.core.cycles import noop_when_idle
 
 DEFAULT_WORDS: tuple[str, ...] = (
     "apple", "boat", "cat", "drum", "egg", "fish", "goat", "hat",
@@ -67,7 +61,7 @@ class raw_env(TextCollabEnv):
         render_mode: "ansi" or "human".
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "signal_game_v0", "is_parallelizable": False}
+    metadata = {"render_modes": ["ansi", "human"], "name": "signal_game_v0"}
     horizon_kwarg = "n_rounds"
     counterfactual_modes = ("rescore",)
 
@@ -192,6 +186,7 @@ env = make_env_fn(raw_env)
 parallel_env = make_parallel_env_fn(raw_env)
 
 
+@noop_when_idle
 def best_policy(env, agent: str) -> str:
     """Optimal play from the agent's own observation only: name the target / echo the message."""
     text = env.observe(agent)["text"]
@@ -200,6 +195,7 @@ def best_policy(env, agent: str) -> str:
     return last.split(key, 1)[1].split("\n", 1)[0].strip()
 
 
+@noop_when_idle
 def random_policy(env, agent: str, rng: np.random.Generator) -> str:
     """The speaker says a random candidate, the listener names a random candidate."""
     text = env.observe(agent)["text"]
