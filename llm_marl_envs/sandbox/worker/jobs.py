@@ -51,7 +51,8 @@ class JobRunner:
         tests = job["tests"]
         timeout = float(job["limits"]["timeout_s"])
         budget = float(job["limits"]["job_timeout_s"])
-        state = _JobState(len(tests), started + budget)
+        state = _JobState(len(tests), started + budget, int(job["limits"]["report_chars"]),
+                          frozenset(i for i, t in enumerate(tests) if t["kind"] == "io"))
         job_dir = self.job_dir
         os.mkdir(job_dir, 0o700)  # cleanup() removed it after the previous job (umask: 022)
         try:
@@ -129,6 +130,9 @@ class JobRunner:
                 return
             done = {i for i in pending if i in state.results}
             remaining = [i for i in pending if i not in done]
+            if run.handoff and remaining:  # (see served.WatchedChannel.recv) the rest, in a judge process
+                setup_code, pending = None, remaining
+                continue
             if not remaining or len(remaining) == len(pending):
                 return
             pending = remaining
@@ -149,7 +153,7 @@ class JobRunner:
             tree = served.servable(setup, list(sources))
             if tree is not None:
                 try:
-                    code = compile(tree, P.SETUP_FILE, "exec", dont_inherit=True)
+                    code = compile(tree, P.SETUP_FILE, "exec", dont_inherit=True, optimize=0)
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     code = None
         cache[key] = code
@@ -190,6 +194,8 @@ class JobRunner:
         unfinished = [i for i in pending if i not in state.results]
         if not unfinished:
             return True
+        if run.handoff:
+            return False  # nothing failed: the tests left are re-run in a judge process
         cause = _death_cause(run, timeout)
         if not program_ok or not setup_ok:
             where = "while the program was loading" if not program_ok else "during the test set-up"
@@ -222,23 +228,22 @@ class JobRunner:
             state.infra_error = run.infra_error
             state.stop = True
             return
-        entry: dict[str, Any] = {}
-        finished = False
-        for kind, rec_index, flag, _when, payload in run.records:
-            if kind == P.REC_COMPILE:
+        for kind, _index, _flag, _when, payload in run.records:
+            if kind == P.REC_COMPILE:  # (written before the program ran: see harness._run_io)
                 state.compile_error = str(payload.get("error", "the program does not compile"))
                 state.stop = True
                 return
-            if kind == P.REC_RESULT and rec_index == index:
-                entry = _test_entry(flag, payload)
-                finished = True
-        if not finished or run.killed:
+        limit = state.limit
+        stderr = run.stderr[-8 * limit:].decode("utf-8", "replace")  # (the harness prints an exception last)
+        exit_code = run.exit_code
+        if run.killed or exit_code is None:
             entry = _test_entry(False, _death_cause(run, timeout))
-        entry["stdout"] = run.stdout.decode("utf-8", "replace")
-        entry["stderr"] = run.stderr.decode("utf-8", "replace")
+        else:
+            entry = _test_entry(exit_code == 0, {"exit_code": exit_code, "wall_time_s": run.wall_time_s,
+                                                 "cpu_time_s": run.cpu_time_s, **_io_error(exit_code, stderr, limit)})
+        entry["stdout"] = run.stdout.decode("utf-8", "replace")  # (the caller compares it: kept whole, up to the cap)
+        entry["stderr"] = run.stderr[: 4 * limit].decode("utf-8", "replace")
         entry["stdout_bytes"] = run.stdout_total
-        if run.killed is None and finished:
-            entry["wall_time_s"] = run.wall_time_s  # from the fork, as the fork server saw it
         state.results[index] = entry
         if state.program_stdout is None:
             state.set_program_output(run, include_output=False)
@@ -247,9 +252,11 @@ class JobRunner:
 class _JobState:
     """Accumulates the outcome of one job; ``response()`` is what goes back to the caller."""
 
-    def __init__(self, n_tests: int, deadline: float) -> None:
+    def __init__(self, n_tests: int, deadline: float, limit: int = 4096, io_tests: frozenset[int] = frozenset()) -> None:
         self.n = n_tests
         self.deadline = deadline
+        self.limit = limit  # report_chars: no text goes back longer (but an I/O test's stdout, compared by the caller)
+        self.io_tests = io_tests
         self.results: dict[int, dict[str, Any]] = {}
         self.compile_error: str | None = None
         self.program_error: str | None = None
@@ -262,8 +269,9 @@ class _JobState:
         self.stop = False
 
     def set_program_output(self, run: RunResult, include_output: bool = True) -> None:
-        self.program_stdout = run.stdout.decode("utf-8", "replace") if include_output else ""
-        self.program_stderr = run.stderr.decode("utf-8", "replace") if include_output else ""
+        limit = self.limit
+        self.program_stdout = _bounded(run.stdout[: 4 * limit].decode("utf-8", "replace"), limit) if include_output else ""
+        self.program_stderr = _bounded(run.stderr[: 4 * limit].decode("utf-8", "replace"), limit) if include_output else ""
 
     def fail_all(self, indices: list[int], info: dict[str, Any]) -> None:
         for i in indices:
@@ -282,10 +290,19 @@ class _JobState:
         self.fail_all(list(range(self.n)), {"error_type": "NotRun", "error_message": why})
 
     def response(self, wall: float) -> dict[str, Any]:
+        limit = self.limit
+        tests = []
+        for i in range(self.n):
+            entry = self.results.get(i)
+            if entry is not None:
+                for key in _TEXT_KEYS:
+                    if key in entry and not (key == "stdout" and i in self.io_tests):
+                        entry[key] = _bounded(entry[key], MAX_TYPE_CHARS if key == "error_type" else limit)
+            tests.append(entry)
         return {
-            "tests": [self.results.get(i) for i in range(self.n)],
-            "compile_error": self.compile_error,
-            "program_error": self.program_error,
+            "tests": tests,
+            "compile_error": None if self.compile_error is None else _bounded(self.compile_error, 4 * limit),
+            "program_error": None if self.program_error is None else _bounded(self.program_error, limit),
             "bad_test": self.bad_test,
             "infra_error": self.infra_error,
             "stdout": self.program_stdout or "",
@@ -295,12 +312,50 @@ class _JobState:
         }
 
 
+_TEXT_KEYS = ("error_type", "error_message", "traceback", "stdout", "stderr")
+MAX_TYPE_CHARS = 200
+
+
 def _test_entry(passed: bool, payload: dict[str, Any]) -> dict[str, Any]:
-    keys = ("error_type", "error_message", "traceback", "stdout", "stderr", "wall_time_s", "cpu_time_s",
-            "timed_out", "memory_exceeded", "exit_code")
-    entry = {k: payload[k] for k in keys if k in payload}
-    entry["passed"] = bool(passed)
+    """A test's result: only the expected fields, of their types (texts are bounded to the job's
+    ``report_chars`` in :meth:`_JobState.response`)."""
+    entry: dict[str, Any] = {"passed": bool(passed)}
+    for key in _TEXT_KEYS:
+        value = payload.get(key)
+        if isinstance(value, str):
+            entry[key] = value
+    for key in ("wall_time_s", "cpu_time_s"):
+        value = payload.get(key)
+        if type(value) in (int, float) and 0 <= value < 1e9:
+            entry[key] = float(value)
+    for key in ("timed_out", "memory_exceeded"):
+        if key in payload:
+            entry[key] = payload[key] is True
+    if type(payload.get("exit_code")) is int:
+        entry["exit_code"] = payload["exit_code"]
     return entry
+
+
+def _bounded(text: str, limit: int) -> str:
+    """At most ``limit`` characters and a marker (text already cut that way by the judge stays)."""
+    if len(text) <= limit + 100:
+        return text
+    return text[:limit] + f"\n...[truncated {len(text) - limit} characters]"
+
+
+def _io_error(exit_code: int, stderr: str, limit: int) -> dict[str, Any]:
+    """What an I/O test's non-zero exit status says, with the exception the harness printed last
+    (read from the program's stderr: informative only, the status decides)."""
+    if exit_code == 0:
+        return {}
+    start = stderr.rfind("Traceback (most recent call last):")
+    if start >= 0:
+        last = stderr.rstrip("\n").rsplit("\n", 1)[-1]
+        name, _, message = last.partition(":")
+        if name.isidentifier():
+            return {"error_type": name, "error_message": message.strip()[:limit],
+                    "traceback": _bounded(stderr[start:], limit)}
+    return {"error_type": "NonZeroExit", "error_message": f"the program exited with code {exit_code}"}
 
 
 def _error_summary(payload: dict[str, Any]) -> str:

@@ -59,8 +59,8 @@ def compile_test_set(setup: str, tests: list[dict[str, Any]]) -> str:
     marshalled and hex-encoded (``bytes.fromhex`` needs no module in the fork server). Raises
     whatever ``compile`` raises.
     """
-    setup_code = compile(setup, SETUP_FILE, "exec", dont_inherit=True)
-    test_codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True)
+    setup_code = compile(setup, SETUP_FILE, "exec", dont_inherit=True, optimize=0)
+    test_codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True, optimize=0)
                        if t.get("kind", "assert") == "assert" else None for t in tests)
     return marshal.dumps((importlib.util.MAGIC_NUMBER, setup_code, test_codes)).hex()
 
