@@ -15,7 +15,7 @@ program's stdout and stderr, as :meth:`.supervisor.Supervisor._watch` does for a
 process; at the deadline it kills the program process, which fails the test with the same
 ``TimeoutError`` as before. The test namespace is a fresh dict per run, the standard streams
 and ``linecache`` are restored afterwards, and the judge binds no module but ``math`` from
-what the program imported (a judge process would import whatever the program names).
+what the program imported (a judge process binds only modules it loaded itself; see .judge).
 """
 
 from __future__ import annotations
