@@ -67,13 +67,16 @@ def _with_examples(test):
     return test
 
 
-@pytest.mark.parametrize("mode", ["raw", "names", "header", "reply", "io"])
+@pytest.mark.parametrize("mode", ["raw", "names", "header", "reply", "io", "names/judge-process", "reply/judge-process"])
 @settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=_texts())
 @_with_examples
 def test_whatever_the_program_side_sends_its_job_ends_as_failed_tests(sandbox, mode, data):
     if mode == "io":
         tests = [IOTest("", SECRET + "\n"), IOTest("", SECRET + "\n")]
+    elif mode.endswith("/judge-process"):  # (a comprehension: not for the fork server's judge)
+        mode = mode.split("/")[0]
+        tests = [AssertTest(f"assert [f() for _ in [1]] == [{SECRET!r}]"), AssertTest(f"assert g(1) == {SECRET!r}")]
     else:
         # (test code the fork server judges itself: see worker/purity.py; the integrity tests cover both judges)
         tests = [AssertTest(f"assert f() == {SECRET!r}"), AssertTest(f"assert g(1) == {SECRET!r} and f(2)")]

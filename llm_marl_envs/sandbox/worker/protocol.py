@@ -166,6 +166,8 @@ def parse_record(line: bytes, nonce: str) -> Record | None:
         if got_nonce != nonce or flag not in ("0", "1"):
             return None
         when = float(stamp)
+        if not -1e12 < when < 1e12:  # (NaN too) a time that would void the deadlines
+            return None
         if payload == "{}":  # most records (BEGIN, END, ...) carry nothing: skip the decoder
             return kind, int(index), flag == "1", when, {}
         timing = _TIMING.fullmatch(payload)
@@ -176,7 +178,7 @@ def parse_record(line: bytes, nonce: str) -> Record | None:
             if not isinstance(data, dict):
                 return None
         return kind, int(index), flag == "1", when, data
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError):
         return None
 
 
