@@ -3,17 +3,18 @@
 Assert tests run in one job process, in order. If that process dies or is killed during
 test *i* (time-out, crash, ``os._exit``, memory), test *i* fails with that cause and the
 tests after it are re-run in a fresh process, so each test is judged on its own; the job's
-overall time budget bounds the number of re-runs. I/O tests run one process each. A test
-passes only with an explicit passing record from the harness; a missing record is a
-failure, never a pass. Infrastructure failures (the job process could not be set up) are
-reported as ``infra_error`` and never as a failed test.
+overall time budget bounds the number of re-runs. I/O tests run one process each. An assert
+test passes only with an explicit passing record from the judge (a missing record is a
+failure, never a pass); an I/O test only if its process exited with status 0 on its own, as
+this process saw it (no record of the program's process counts once the program runs; the
+caller compares the output). Infrastructure failures (the job process could not be set up)
+are reported as ``infra_error`` and never as a failed test; nothing a program does is one.
 """
 
 from __future__ import annotations
 
 import collections
 import os
-import signal
 import time
 from typing import Any
 
@@ -22,14 +23,22 @@ from . import served
 from .child import ChildSpec
 from .fsview import remove_path
 from .guard import REAL
+from .outcome import (
+    MAX_TYPE_CHARS,
+    TEXT_KEYS,
+    bounded,
+    death_cause,
+    error_summary,
+    io_error,
+    prefixed,
+    result_entry,
+    with_context,
+)
 from .supervisor import RunResult, RunSpec, Supervisor
 
 _MAX_SERVED_SOURCE = 64 << 10  # larger test sets go to a judge process (the check's cost is linear)
 _SERVED_CACHE = 512  # test sets whose verdict (and set-up code) this fork server keeps
 STACK_BYTES = 64 << 20  # RLIMIT_STACK, soft and hard, when the request names none
-
-_SIGNAL_TEXT = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "aborted", signal.SIGBUS: "bus error",
-                signal.SIGFPE: "floating point exception", signal.SIGILL: "illegal instruction"}
 
 
 class JobRunner:
@@ -177,35 +186,35 @@ class JobRunner:
             if kind == P.REC_PROGRAM:
                 program_ok = flag
                 if not flag:
-                    state.program_error = _error_summary(payload)
-                    state.fail_all(pending, _prefixed(payload, "the program raised an exception at top level"))
+                    state.program_error = error_summary(payload)
+                    state.fail_all(pending, prefixed(payload, "the program raised an exception at top level"))
                     return True
                 if not state.program_timing:
                     state.program_timing = payload
             elif kind == P.REC_SETUP:
                 setup_ok = flag
                 if not flag:
-                    state.fail_all(pending, _prefixed(payload, "the test set-up failed"))
+                    state.fail_all(pending, prefixed(payload, "the test set-up failed"))
                     return True
             elif kind == P.REC_BEGIN and index in pending:
                 begun.add(index)
             elif kind == P.REC_RESULT and index in begun and index not in state.results:
-                state.results[index] = _test_entry(flag, payload)
+                state.results[index] = result_entry(flag, payload)
         unfinished = [i for i in pending if i not in state.results]
         if not unfinished:
             return True
         if run.handoff:
             return False  # nothing failed: the tests left are re-run in a judge process
-        cause = _death_cause(run, timeout)
+        cause = death_cause(run, timeout)
         if not program_ok or not setup_ok:
             where = "while the program was loading" if not program_ok else "during the test set-up"
             if cause.get("timed_out"):
                 state.program_error = f"TimeoutError: time limit exceeded {where}"
-            state.fail_all(pending, _with_context(cause, where))
+            state.fail_all(pending, with_context(cause, where))
             return True
         current = run.active if isinstance(run.active, int) else None
         if current in begun and current not in state.results:
-            state.results[current] = _test_entry(False, cause)
+            state.results[current] = result_entry(False, cause)
             return run.killed == "budget"
         if run.killed == "budget":
             return True
@@ -213,7 +222,7 @@ class JobRunner:
             return False  # died between tests after some progress: re-run the rest, blame none
         # Died between tests without any progress (e.g. while the harness was reporting):
         # blame the next test, so that the re-runs always progress.
-        state.results[unfinished[0]] = _test_entry(False, _with_context(cause, "before this test started"))
+        state.results[unfinished[0]] = result_entry(False, with_context(cause, "before this test started"))
         return False
 
     # -- I/O tests -------------------------------------------------------------------------
@@ -237,10 +246,10 @@ class JobRunner:
         stderr = run.stderr[-8 * limit:].decode("utf-8", "replace")  # (the harness prints an exception last)
         exit_code = run.exit_code
         if run.killed or exit_code is None:
-            entry = _test_entry(False, _death_cause(run, timeout))
+            entry = result_entry(False, death_cause(run, timeout))
         else:
-            entry = _test_entry(exit_code == 0, {"exit_code": exit_code, "wall_time_s": run.wall_time_s,
-                                                 "cpu_time_s": run.cpu_time_s, **_io_error(exit_code, stderr, limit)})
+            entry = result_entry(exit_code == 0, {"exit_code": exit_code, "wall_time_s": run.wall_time_s,
+                                                 "cpu_time_s": run.cpu_time_s, **io_error(exit_code, stderr, limit)})
         entry["stdout"] = run.stdout.decode("utf-8", "replace")  # (the caller compares it: kept whole, up to the cap)
         entry["stderr"] = run.stderr[: 4 * limit].decode("utf-8", "replace")
         entry["stdout_bytes"] = run.stdout_total
@@ -270,13 +279,13 @@ class _JobState:
 
     def set_program_output(self, run: RunResult, include_output: bool = True) -> None:
         limit = self.limit
-        self.program_stdout = _bounded(run.stdout[: 4 * limit].decode("utf-8", "replace"), limit) if include_output else ""
-        self.program_stderr = _bounded(run.stderr[: 4 * limit].decode("utf-8", "replace"), limit) if include_output else ""
+        self.program_stdout = bounded(run.stdout[: 4 * limit].decode("utf-8", "replace"), limit) if include_output else ""
+        self.program_stderr = bounded(run.stderr[: 4 * limit].decode("utf-8", "replace"), limit) if include_output else ""
 
     def fail_all(self, indices: list[int], info: dict[str, Any]) -> None:
         for i in indices:
             if i not in self.results:
-                self.results[i] = _test_entry(False, info)
+                self.results[i] = result_entry(False, info)
 
     def fill_missing(self, timeout: float) -> None:
         if self.compile_error is not None:
@@ -295,14 +304,14 @@ class _JobState:
         for i in range(self.n):
             entry = self.results.get(i)
             if entry is not None:
-                for key in _TEXT_KEYS:
+                for key in TEXT_KEYS:
                     if key in entry and not (key == "stdout" and i in self.io_tests):
-                        entry[key] = _bounded(entry[key], MAX_TYPE_CHARS if key == "error_type" else limit)
+                        entry[key] = bounded(entry[key], MAX_TYPE_CHARS if key == "error_type" else limit)
             tests.append(entry)
         return {
             "tests": tests,
-            "compile_error": None if self.compile_error is None else _bounded(self.compile_error, 4 * limit),
-            "program_error": None if self.program_error is None else _bounded(self.program_error, limit),
+            "compile_error": None if self.compile_error is None else bounded(self.compile_error, 4 * limit),
+            "program_error": None if self.program_error is None else bounded(self.program_error, limit),
             "bad_test": self.bad_test,
             "infra_error": self.infra_error,
             "stdout": self.program_stdout or "",
@@ -310,105 +319,3 @@ class _JobState:
             "wall_time_s": wall,
             "judge": self.judge,
         }
-
-
-_TEXT_KEYS = ("error_type", "error_message", "traceback", "stdout", "stderr")
-MAX_TYPE_CHARS = 200
-
-
-def _test_entry(passed: bool, payload: dict[str, Any]) -> dict[str, Any]:
-    """A test's result: only the expected fields, of their types (texts are bounded to the job's
-    ``report_chars`` in :meth:`_JobState.response`)."""
-    entry: dict[str, Any] = {"passed": bool(passed)}
-    for key in _TEXT_KEYS:
-        value = payload.get(key)
-        if isinstance(value, str):
-            entry[key] = value
-    for key in ("wall_time_s", "cpu_time_s"):
-        value = payload.get(key)
-        if type(value) in (int, float) and 0 <= value < 1e9:
-            entry[key] = float(value)
-    for key in ("timed_out", "memory_exceeded"):
-        if key in payload:
-            entry[key] = payload[key] is True
-    if type(payload.get("exit_code")) is int:
-        entry["exit_code"] = payload["exit_code"]
-    return entry
-
-
-def _bounded(text: str, limit: int) -> str:
-    """At most ``limit`` characters and a marker (text already cut that way by the judge stays)."""
-    if len(text) <= limit + 100:
-        return text
-    return text[:limit] + f"\n...[truncated {len(text) - limit} characters]"
-
-
-def _io_error(exit_code: int, stderr: str, limit: int) -> dict[str, Any]:
-    """What an I/O test's non-zero exit status says, with the exception the harness printed last
-    (read from the program's stderr: informative only, the status decides)."""
-    if exit_code == 0:
-        return {}
-    start = stderr.rfind("Traceback (most recent call last):")
-    if start >= 0:
-        last = stderr.rstrip("\n").rsplit("\n", 1)[-1]
-        name, _, message = last.partition(":")
-        if name.isidentifier():
-            return {"error_type": name, "error_message": message.strip()[:limit],
-                    "traceback": _bounded(stderr[start:], limit)}
-    return {"error_type": "NonZeroExit", "error_message": f"the program exited with code {exit_code}"}
-
-
-def _error_summary(payload: dict[str, Any]) -> str:
-    return f"{payload.get('error_type', 'Error')}: {payload.get('error_message', '')}"
-
-
-def _prefixed(payload: dict[str, Any], context: str) -> dict[str, Any]:
-    info = dict(payload)
-    info["error_message"] = f"{context}: {payload.get('error_message', '')}"
-    info.pop("stdout", None)
-    info.pop("stderr", None)
-    return info
-
-
-def _with_context(cause: dict[str, Any], context: str) -> dict[str, Any]:
-    info = dict(cause)
-    info["error_message"] = f"{cause.get('error_message', '')} ({context})"
-    return info
-
-
-def _death_cause(run: RunResult, timeout: float) -> dict[str, Any]:
-    """Why a job process stopped without reporting: time-out, output flood, crash, exit..."""
-    info: dict[str, Any] = {"wall_time_s": run.wall_time_s, "cpu_time_s": run.cpu_time_s}
-    if run.killed == "timeout":
-        info.update(error_type="TimeoutError", timed_out=True,
-                    error_message=f"time limit exceeded ({timeout:g} s wall clock)", wall_time_s=timeout)
-    elif run.killed == "budget":
-        info.update(error_type="TimeoutError", timed_out=True,
-                    error_message="the job's total time budget was exhausted")
-    elif run.killed == "output":
-        info.update(error_type="OutputLimitExceeded", error_message="the program wrote too much output")
-    elif run.killed == "channel":
-        info.update(error_type="ResultChannelAbuse",
-                    error_message="the program flooded the harness's result channel")
-    elif run.signal is not None:
-        sig = run.signal
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        if sig in (signal.SIGKILL, signal.SIGXCPU) and run.cpu_limit_s and run.cpu_time_s >= run.cpu_limit_s - 0.05:
-            info.update(error_type="TimeoutError", timed_out=True, error_message="CPU time limit exceeded")
-        else:
-            detail = _SIGNAL_TEXT.get(sig, "killed")
-            info.update(error_type="ProcessCrashed", error_message=f"the process died: {name} ({detail})")
-            if run.memory_limit_bytes and run.max_rss_kb * 1024 >= 0.8 * run.memory_limit_bytes:
-                info["memory_exceeded"] = True
-                info["error_message"] += "; it was close to its memory limit"
-    else:
-        code = run.exit_code
-        info.update(error_type="ProcessExited",
-                    error_message=f"the process exited (code {code}) before the test finished")
-    if not info.get("memory_exceeded") and b"MemoryError" in run.stderr[-4096:]:
-        info["memory_exceeded"] = True
-    return info
-
