@@ -159,6 +159,24 @@ os._exit(0)
     assert sandbox.run("def f(x):\n    return x\n", [A("assert f(2) == 2")]).all_passed
 
 
+def test_the_channel_closed_before_a_plan_is_sent_fails_the_tests(sandbox):
+    """The program answers one call and closes its end: the judge's next message (the batch of a
+    call plan, sent between two tests) fails. On main that ended the fork server (an infra error
+    after the retry); it must fail the test that was starting."""
+    program = SPEAK + '''
+import time
+_send(json.dumps({"ok": {}, "names": {"f": ["c"]}}))
+_recv()
+_send('{"r": 1}')
+os.close(3)
+time.sleep(3)
+'''
+    tests = [A("a = 1\nassert f(a) == 2"), A("assert f(2) == 2"), A("assert f(3) == 2")]
+    for _ in range(2):  # from a test set's second use, the caller sends call plans with it
+        _all_failed_and_ok(sandbox.run(program, tests), 3)
+    assert sandbox.run("def f(x):\n    return x\n", [A("assert f(2) == 2")]).all_passed
+
+
 # -- class 4: limits bind wherever the program's messages are decoded ----------------------------
 
 def test_decoding_a_reply_is_held_to_the_tests_deadline(sandbox):
