@@ -58,7 +58,7 @@ def io_error(exit_code: int, stderr: str, limit: int) -> dict[str, Any]:
         name, _, message = last.partition(":")
         if name.isidentifier():
             return {"error_type": name, "error_message": message.strip()[:limit],
-                    "traceback": bounded(stderr[start:], limit)}
+                    "traceback": bounded(stderr[start:], limit), "memory_exceeded": name == "MemoryError"}
     return {"error_type": "NonZeroExit", "error_message": f"the program exited with code {exit_code}"}
 
 

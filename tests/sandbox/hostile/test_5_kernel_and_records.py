@@ -164,3 +164,12 @@ def test_jobs_of_different_workers_never_share_a_host_uid(sandbox):
     results = sandbox.run_batch([Job(program, [IOTest("", "")])] * (2 * sandbox.size))
     uids = {int(r.tests[0].got) for r in results}
     assert len(uids) == sandbox.size, uids
+
+
+def test_io_tests_are_judged_by_their_exit_status(sandbox):
+    """What replaced the program's own result record: exit status 0 (however reached) and the
+    output; a non-zero status names the exception the harness printed, informatively."""
+    res = sandbox.run("import os\nprint('ok', flush=True)\nos._exit(0)\n", [IOTest("", "ok\n")])
+    assert outcome(res) == [(True, None)]
+    res = sandbox.run("x = [0] * (1 << 40)\n", [IOTest("", "")])
+    assert outcome(res) == [(False, "MemoryError")] and res.tests[0].memory_exceeded and res.tests[0].exit_code == 1
