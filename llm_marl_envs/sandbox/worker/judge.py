@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import time
 import types
@@ -100,6 +101,12 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
     except TimeoutError:
         stop(0)  # killed at its deadline while its names were rebuilt (.served)
     program_values = dict(test_ns)
+    # A builtin's name defined by the program (`sorted`, `range`) is the builtin for the set-up
+    # (which may compute expected values with it), unless the set-up aliases it by name
+    # (`candidate = sum`: then the program's function is under test).
+    aliased = _aliased(payload.get("setup"))
+    for name in [n for n in test_ns if n in _PRISTINE_BUILTINS and not n.startswith("__") and n not in aliased]:
+        del test_ns[name]
     sys.stdout, sys.stderr = BoundedText(limit, hard), BoundedText(limit, hard)
     try:
         exec(setup_code, test_ns)  # noqa: S102
@@ -170,6 +177,14 @@ def _program_report(link: Link) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - malformed, nested too deep, too big to decode, ...
         return {"error": _ABUSE}
     return loaded if type(loaded) is dict else {"error": _ABUSE}
+
+
+_ALIAS = re.compile(r"^[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*([A-Za-z_]\w*)[ \t]*(?:#.*)?$", re.MULTILINE)
+
+
+def _aliased(setup: Any) -> frozenset[str]:
+    """The names a set-up binds to another name at top level (``candidate = sum``)."""
+    return frozenset(_ALIAS.findall(setup)) if type(setup) is str else frozenset()
 
 
 def _names_used(codes: list[Any]) -> frozenset[str]:

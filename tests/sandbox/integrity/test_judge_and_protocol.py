@@ -75,6 +75,16 @@ _serve(lambda request: '{"r": 1}', {"f": ["c"], "__builtins__": ["v", {"d": [["a
     assert passed(res) == [True, True]
 
 
+def test_the_setup_computes_expected_values_with_the_real_builtins(sandbox):
+    """A program defining ``sorted`` must not compute the expected value the set-up derives
+    with it; a function under test named like a builtin stays reachable through an alias."""
+    program = "def sorted(xs):\n    return 'x'\ndef f(xs):\n    return 'x'\n"
+    res = sandbox.run(program, [A("assert f([3, 1, 2]) == expected")], setup="expected = sorted([3, 1, 2])\n")
+    assert passed(res) == [False]
+    res = sandbox.run("def sorted(xs):\n    return 42\n", [A("assert candidate([1]) == 42")], setup="candidate = sorted\n")
+    assert passed(res) == [True]
+
+
 EVIL_TEST_MODULE = '''
 import gc
 for _obj in gc.get_objects():
