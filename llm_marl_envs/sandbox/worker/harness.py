@@ -2,10 +2,12 @@
 
 I/O mode (APPS / CodeContests style): the program runs as ``__main__`` with the test's
 stdin on fd 0; stdout/stderr go to pipes the fork server reads; the comparison with the
-expected output is done by the caller, not here. Results are nonce-tagged records (see
-:mod:`.protocol`) on a dedicated pipe, never stdout; the functions used after the program
-starts are bound first, so patching ``builtins``, ``os``, ``json`` or ``sys.exit`` does not
-change what is reported (and the exit status the fork server sees is the program's).
+expected output is done by the caller, not here. Before the program runs, the harness
+writes its only records (READY, or the program's compile error: nonce-tagged, see
+:mod:`.protocol`) on a dedicated pipe and closes it (``seal``): everything after that is
+judged by the fork server from what it sees itself, the exit status (the harness exits with
+the program's), the output and its own clock. A record writer in the program's process could
+be found and used by the program (forged records restarted deadlines); a closed pipe cannot.
 
 Assert mode is split between two processes: :mod:`.judge` (set-up and tests) and
 :mod:`.program` (the program). They share what is here: :class:`BoundedText` (captured
