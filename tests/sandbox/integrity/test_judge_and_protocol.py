@@ -182,9 +182,10 @@ os.close(3)
 time.sleep(3)
 '''
     tests = [A("a = 1\nassert f(a) == 2"), A("assert f(2) == 2"), A("assert f(3) == 2")]
-    for _ in range(2):  # from a test set's second use, the caller sends call plans with it
-        _all_failed_and_ok(sandbox.run(program, tests), 3)
-    assert sandbox.run("def f(x):\n    return x\n", [A("assert f(2) == 2")]).all_passed
+    honest = "def f(x):\n    return 2\n"
+    assert sandbox.run(honest, tests).all_passed  # (from a test set's second use, the caller sends call plans)
+    _all_failed_and_ok(sandbox.run(program, tests), 3)
+    assert sandbox.run(honest, tests).all_passed
 
 
 # -- class 4: limits bind wherever the program's messages are decoded ----------------------------
