@@ -76,14 +76,15 @@ def clean(text: Any, limit: int) -> str:
     """
     if text is None:
         return ""
-    s = str(text).encode("utf-8", "replace").decode("utf-8")
-    if len(s) > limit + 100:
+    s = str(text)
+    if len(s) > limit + 100:  # (cut first: never copy more than is kept)
         s = s[:limit] + f"\n...[truncated {len(s) - limit} characters]"
+    s = s.encode("utf-8", "replace").decode("utf-8")
     return s
 
 
 def _opt(text: Any, limit: int) -> str | None:
-    return None if text is None else clean(text, limit)
+    return None if text is None else clean(text if isinstance(text, str) else "", limit)
 
 
 def result_from_reply(job: Job, reply: dict[str, Any], config: SandboxConfig, wall: float,
@@ -113,24 +114,31 @@ def result_from_reply(job: Job, reply: dict[str, Any], config: SandboxConfig, wa
 _PLAIN_ENTRY = frozenset(("passed", "wall_time_s", "cpu_time_s"))
 
 
+def _seconds(value: Any) -> float:
+    """A duration from a reply: a finite, non-negative number, else 0.0 (never an exception here)."""
+    if type(value) in (int, float) and 0 <= value < 1e9:
+        return float(value)
+    return 0.0
+
+
 def _test_result(test: AssertTest | IOTest, name: str, e: dict[str, Any], config: SandboxConfig) -> TestResult:
     if e.keys() <= _PLAIN_ENTRY and type(test) is AssertTest:  # the common case: nothing to clean
-        return TestResult(name=name, passed=bool(e.get("passed")), wall_time_s=float(e.get("wall_time_s") or 0.0),
-                          cpu_time_s=float(e.get("cpu_time_s") or 0.0))
+        return TestResult(name=name, passed=e.get("passed") is True, wall_time_s=_seconds(e.get("wall_time_s")),
+                          cpu_time_s=_seconds(e.get("cpu_time_s")))
     limit = config.report_chars
     result = TestResult(
         name=name,
-        passed=bool(e.get("passed")),
+        passed=e.get("passed") is True,
         error_type=_opt(e.get("error_type"), 200),
         error_message=_opt(e.get("error_message"), limit),
         traceback=_opt(e.get("traceback"), limit),
         stdout=clean(e.get("stdout"), limit),
         stderr=clean(e.get("stderr"), limit),
-        wall_time_s=float(e.get("wall_time_s") or 0.0),
-        cpu_time_s=float(e.get("cpu_time_s") or 0.0),
-        timed_out=bool(e.get("timed_out")),
-        memory_exceeded=bool(e.get("memory_exceeded")),
-        exit_code=e.get("exit_code") if isinstance(e.get("exit_code"), int) else None,
+        wall_time_s=_seconds(e.get("wall_time_s")),
+        cpu_time_s=_seconds(e.get("cpu_time_s")),
+        timed_out=e.get("timed_out") is True,
+        memory_exceeded=e.get("memory_exceeded") is True,
+        exit_code=e.get("exit_code") if type(e.get("exit_code")) is int else None,
     )
     if isinstance(test, IOTest):
         got = str(e.get("stdout") or "").encode("utf-8", "replace").decode("utf-8")

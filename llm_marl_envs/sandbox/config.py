@@ -67,7 +67,8 @@ class SandboxConfig:
         within ``float_tolerance`` when it is set).
     Isolation: use_namespaces, drop_privileges (+ uid/gid, only when running as root; the
         judge of assert tests runs as ``judge_uid`` with the same gid, so the program cannot
-        signal, trace or read it),
+        signal, trace or read it; uid_per_worker: worker ``i`` uses ``uid - 2i`` and
+        ``judge_uid - 2i``, so that jobs of different workers never share a host uid),
         guard (in-interpreter guard), block_network (interpreter-level socket block, in addition
         to the network namespace), allow_subprocesses, private_dirs, hidden_paths,
         readable_paths (the allow-list of host paths jobs may read; see DEFAULT_READABLE), env
@@ -102,6 +103,7 @@ class SandboxConfig:
     uid: int = 65534
     gid: int = 65534
     judge_uid: int = 65533
+    uid_per_worker: bool = True
     guard: bool = True
     block_network: bool = True
     allow_subprocesses: bool = False
@@ -136,6 +138,16 @@ class SandboxConfig:
             raise ValueError(f"SandboxConfig.io_compare must be one of {_IO_COMPARE_MODES}")
         if self.infra_retries < 0:
             raise ValueError("SandboxConfig.infra_retries must be >= 0")
+        uids = [self.worker_uids(i) for i in range(self.pool_size)]
+        flat = [u for pair in uids for u in pair]
+        if len(set(flat)) != len(flat) or min(flat) < 1:
+            raise ValueError("SandboxConfig: uid and judge_uid give workers overlapping (or non-positive) uids; "
+                             "use uids of different parity (the defaults: 65534 and 65533) or uid_per_worker=False")
+
+    def worker_uids(self, index: int) -> tuple[int, int]:
+        """(program uid, judge uid) of fork server ``index`` (see ``uid_per_worker``)."""
+        offset = 2 * index if self.uid_per_worker else 0
+        return self.uid - offset, self.judge_uid - offset
 
     @property
     def pool_size(self) -> int:
@@ -192,9 +204,9 @@ class SandboxConfig:
             "cpu": self.worker_cpu(index),
             "use_namespaces": self.use_namespaces,
             "drop_privileges": self.drop_privileges,
-            "uid": self.uid,
+            "uid": self.worker_uids(index)[0],
             "gid": self.gid,
-            "judge_uid": self.judge_uid,
+            "judge_uid": self.worker_uids(index)[1],
             "private_dirs": list(self.private_dirs),
             "hidden_paths": list(self.hidden_paths),
             "readable_paths": list(self.readable_paths),

@@ -356,7 +356,7 @@ class Sandbox:
         if isinstance(index, int) and 0 <= index < len(job.tests) and isinstance(job.tests[index], AssertTest):
             source, what = job.tests[index].code, f"test {index}"
         try:
-            compile(source, "<test>", "exec", dont_inherit=True)
+            compile(source, "<test>", "exec", dont_inherit=True, optimize=0)
         except (SyntaxError, ValueError) as exc:
             return f"invalid job: {what} does not compile: {exc}"
         return None

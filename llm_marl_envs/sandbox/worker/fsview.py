@@ -25,6 +25,8 @@ import sys
 from . import linux
 from .guard import REAL
 
+INODES_PER_MB = 64  # inodes of a private temporary directory per MB of its size (nr_inodes)
+
 _PRESERVED_FLAGS = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC | 1024 | 2048
 _ST_RELATIME = 4096
 _MS_RELATIME = 1 << 21
@@ -126,7 +128,9 @@ def setup_fs_view(
             continue  # masking it would hide (part of) something Python needs
         is_private = mask in private
         size = tmpfs_size_mb if mask == main_private else min(tmpfs_size_mb, 16) if is_private else 1
-        options = f"mode={'1777' if is_private else '0755'},size={size}m"
+        # nr_inodes: an empty file costs no size but ~1 KB of kernel memory, counted nowhere else
+        inodes = max(1024, size * INODES_PER_MB) if is_private else 256
+        options = f"mode={'1777' if is_private else '0755'},size={size}m,nr_inodes={inodes}"
         try:
             _mask(view, mask, options, needed_paths)
         except OSError as exc:
@@ -142,7 +146,25 @@ def setup_fs_view(
             view.private_dirs.insert(0, mask)  # the job directories go there (see job_root)
         elif is_private:
             view.private_dirs.append(mask)
+    _hide_ptys(view)
     return view
+
+
+def _hide_ptys(view: FsView) -> None:
+    """No pseudo-terminals: the host's devpts instance is shared by every process of the machine
+    (its ptys are a host-wide, uncounted resource, and two jobs running as the same uid could read
+    each other's through it). ``/dev/pts`` gets an empty tmpfs and ``/dev/ptmx`` is ``/dev/null``
+    (``os.openpty()`` fails)."""
+    if os.path.isdir("/dev/pts") and not os.path.islink("/dev/pts"):
+        try:
+            linux.mount("tmpfs", "/dev/pts", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=0755,size=4k,nr_inodes=4")
+        except OSError as exc:
+            view.notes.append(f"cannot hide /dev/pts ({exc})")
+    if os.path.exists("/dev/ptmx") and not os.path.islink("/dev/ptmx"):
+        try:
+            linux.mount("/dev/null", "/dev/ptmx", None, linux.MS_BIND)
+        except OSError as exc:
+            view.notes.append(f"cannot hide /dev/ptmx ({exc})")
 
 
 def _outside_allow_list(readable: list[str]) -> tuple[set[str], set[str]]:

@@ -2,10 +2,12 @@
 
 I/O mode (APPS / CodeContests style): the program runs as ``__main__`` with the test's
 stdin on fd 0; stdout/stderr go to pipes the fork server reads; the comparison with the
-expected output is done by the caller, not here. Results are nonce-tagged records (see
-:mod:`.protocol`) on a dedicated pipe, never stdout; the functions used after the program
-starts are bound first, so patching ``builtins``, ``os``, ``json`` or ``sys.exit`` does not
-change what is reported (and the exit status the fork server sees is the program's).
+expected output is done by the caller, not here. Before the program runs, the harness
+writes its only records (READY, or the program's compile error: nonce-tagged, see
+:mod:`.protocol`) on a dedicated pipe and closes it (``seal``): everything after that is
+judged by the fork server from what it sees itself, the exit status (the harness exits with
+the program's), the output and its own clock. A record writer in the program's process could
+be found and used by the program (forged records restarted deadlines); a closed pipe cannot.
 
 Assert mode is split between two processes: :mod:`.judge` (set-up and tests) and
 :mod:`.program` (the program). They share what is here: :class:`BoundedText` (captured
@@ -95,7 +97,7 @@ class _BoundedBytes:
 
 
 def _compile(source: str, filename: str) -> types.CodeType:
-    code = compile(source, filename, "exec", dont_inherit=True)
+    code = compile(source, filename, "exec", dont_inherit=True, optimize=0)  # asserts kept, whatever the flags
     _remember_source(source, filename)
     return code
 
@@ -152,25 +154,30 @@ def _syntax_error_text(exc: BaseException, limit: int) -> str:
 def run_job_process(job: dict[str, Any], nonce: str, mode: str, test_indices: list[int]) -> NoReturn:
     """Entry point in the confined child. Never returns (ends with ``os._exit``)."""
     # Everything used after the program starts is bound here, before it can patch anything.
-    emit, finish = _reporter(nonce, RESULT_FD, os.write, os.close, os._exit, time.monotonic, json.dumps)
-    _run_job(job, mode, test_indices, emit, finish)
+    emit, finish, seal = _reporter(nonce, RESULT_FD, os.write, os.close, os._exit, time.monotonic, json.dumps)
+    _run_job(job, mode, test_indices, emit, finish, seal)
 
 
-def _run_job(job: dict[str, Any], mode: str, test_indices: list[int], emit, finish) -> NoReturn:  # noqa: ANN001
-    """Run ``job``'s program and tests, reporting through ``emit``; ends with ``finish()``."""
-    clock, cpu, run_code = time.perf_counter, time.process_time, exec
+def _run_job(job: dict[str, Any], mode: str, test_indices: list[int], emit, finish, seal) -> NoReturn:  # noqa: ANN001
+    """Run ``job``'s program on its I/O test: READY (and a compile error) through ``emit``, then
+    ``seal()`` closes the result pipe before the program runs, and ``finish(status)`` exits with
+    the program's exit status. Everything after the seal is judged by the fork server from what
+    it sees itself (exit status, output, time), never from a record the program could write."""
     limit = int(job["limits"]["report_chars"])
     emit(P.REC_READY, -1, True, {})
-    _run_io(job, test_indices[0], emit, finish, limit, clock, cpu, run_code)
-    finish()
+    finish(_run_io(job, emit, finish, seal, limit, exec), False)
 
 
 def _reporter(nonce: str, fd: int, write, close, exit_now, stamp, dumps):  # noqa: ANN001, ANN202
-    """The record writer ``emit`` and the final ``finish`` of one job process."""
+    """The record writer ``emit``, the final ``finish(status=0, end=True)``, and ``seal()``: no
+    record after it (the pipe is closed; I/O mode, before the program runs)."""
     queued: list[str] = []
+    sealed: list[bool] = []
 
     def emit(kind: str, index: int, flag: bool, payload: dict[str, Any] | str, now: bool = True) -> None:
         """Write a record (``payload``: a dict, or already JSON); ``now=False``: with the next one."""
+        if sealed:
+            return
         text = payload if isinstance(payload, str) else dumps(payload) if payload else "{}"
         queued.append(f"{nonce} {kind} {index} {1 if flag else 0} {stamp()!r} {text}\n")
         if not now:
@@ -183,15 +190,21 @@ def _reporter(nonce: str, fd: int, write, close, exit_now, stamp, dumps):  # noq
         except OSError:
             pass  # the program closed or replaced the pipe: the run will count as failed
 
-    def finish() -> NoReturn:
-        emit(P.REC_END, -1, True, {})
-        try:
-            close(fd)  # the end of the run (the fork server itself waits for our exit, if it can)
-        except OSError:
-            pass
-        exit_now(0)
+    def seal() -> None:
+        if not sealed:
+            sealed.append(True)
+            try:
+                close(fd)
+            except OSError:
+                pass
 
-    return emit, finish
+    def finish(status: int = 0, end: bool = True) -> NoReturn:
+        if end:
+            emit(P.REC_END, -1, True, {})
+        seal()  # the end of the run (the fork server itself waits for our exit, if it can)
+        exit_now(status)
+
+    return emit, finish, seal
 
 
 class _WarmUpDone(Exception):
@@ -226,9 +239,10 @@ def warm_up(rounds: int = 12) -> None:
         for _ in range(rounds):
             for value in samples:
                 plaindata.decode(plaindata.encode(value))
-            emit, finish = _reporter("warm-up", null, os.write, lambda _fd: None, stop, time.monotonic, json.dumps)
+            emit, finish, seal = _reporter("warm-up", null, os.write, lambda _fd: None, stop, time.monotonic,
+                                           json.dumps)
             try:
-                _run_job(io_job, "io", [0], emit, finish)
+                _run_job(io_job, "io", [0], emit, finish, seal)
             except _WarmUpDone:
                 pass
     finally:
@@ -272,12 +286,14 @@ def _compile_tests(job, indices, emit, finish, limit):  # noqa: ANN001, ANN202
     return setup_code, compiled
 
 
-def _run_io(job, index, emit, finish, limit, clock, cpu, run_code) -> None:  # noqa: ANN001
+def _run_io(job, emit, finish, seal, limit, run_code) -> int:  # noqa: ANN001
+    """Compile and run the program as ``__main__``; its exit status (1 if it raised)."""
     try:
         program = _compile(job["program"], PROGRAM_FILE)
     except BaseException as exc:  # noqa: BLE001
         emit(P.REC_COMPILE, -1, False, {"error": _syntax_error_text(exc, limit)})
         finish()
+    seal()
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="surrogateescape")
     stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="surrogateescape")
     stderr = io.TextIOWrapper(
@@ -289,8 +305,7 @@ def _run_io(job, index, emit, finish, limit, clock, cpu, run_code) -> None:  # n
     module = types.ModuleType("__main__")
     module.__file__ = PROGRAM_FILE
     sys.modules["__main__"] = module
-    exit_code, info = 0, {}
-    t0, c0 = clock(), cpu()
+    exit_code = 0
     try:
         run_code(program, module.__dict__)
     except SystemExit as exc:
@@ -308,8 +323,7 @@ def _run_io(job, index, emit, finish, limit, clock, cpu, run_code) -> None:  # n
         except BaseException:  # noqa: BLE001
             pass
     _flush(stdout, stderr)
-    info.update(exit_code=exit_code, wall_time_s=clock() - t0, cpu_time_s=cpu() - c0)
-    emit(P.REC_RESULT, index, exit_code == 0, info)
+    return exit_code
 
 
 def _exit_code(code: Any, stderr: Any) -> int:

@@ -3,17 +3,18 @@
 Assert tests run in one job process, in order. If that process dies or is killed during
 test *i* (time-out, crash, ``os._exit``, memory), test *i* fails with that cause and the
 tests after it are re-run in a fresh process, so each test is judged on its own; the job's
-overall time budget bounds the number of re-runs. I/O tests run one process each. A test
-passes only with an explicit passing record from the harness; a missing record is a
-failure, never a pass. Infrastructure failures (the job process could not be set up) are
-reported as ``infra_error`` and never as a failed test.
+overall time budget bounds the number of re-runs. I/O tests run one process each. An assert
+test passes only with an explicit passing record from the judge (a missing record is a
+failure, never a pass); an I/O test only if its process exited with status 0 on its own, as
+this process saw it (no record of the program's process counts once the program runs; the
+caller compares the output). Infrastructure failures (the job process could not be set up)
+are reported as ``infra_error`` and never as a failed test; nothing a program does is one.
 """
 
 from __future__ import annotations
 
 import collections
 import os
-import signal
 import time
 from typing import Any
 
@@ -22,14 +23,22 @@ from . import served
 from .child import ChildSpec
 from .fsview import remove_path
 from .guard import REAL
+from .outcome import (
+    MAX_TYPE_CHARS,
+    TEXT_KEYS,
+    bounded,
+    death_cause,
+    error_summary,
+    io_error,
+    prefixed,
+    result_entry,
+    with_context,
+)
 from .supervisor import RunResult, RunSpec, Supervisor
 
 _MAX_SERVED_SOURCE = 64 << 10  # larger test sets go to a judge process (the check's cost is linear)
 _SERVED_CACHE = 512  # test sets whose verdict (and set-up code) this fork server keeps
 STACK_BYTES = 64 << 20  # RLIMIT_STACK, soft and hard, when the request names none
-
-_SIGNAL_TEXT = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "aborted", signal.SIGBUS: "bus error",
-                signal.SIGFPE: "floating point exception", signal.SIGILL: "illegal instruction"}
 
 
 class JobRunner:
@@ -51,7 +60,8 @@ class JobRunner:
         tests = job["tests"]
         timeout = float(job["limits"]["timeout_s"])
         budget = float(job["limits"]["job_timeout_s"])
-        state = _JobState(len(tests), started + budget)
+        state = _JobState(len(tests), started + budget, int(job["limits"]["report_chars"]),
+                          frozenset(i for i, t in enumerate(tests) if t["kind"] == "io"))
         job_dir = self.job_dir
         os.mkdir(job_dir, 0o700)  # cleanup() removed it after the previous job (umask: 022)
         try:
@@ -129,6 +139,9 @@ class JobRunner:
                 return
             done = {i for i in pending if i in state.results}
             remaining = [i for i in pending if i not in done]
+            if run.handoff and remaining:  # (see served.WatchedChannel.recv) the rest, in a judge process
+                setup_code, pending = None, remaining
+                continue
             if not remaining or len(remaining) == len(pending):
                 return
             pending = remaining
@@ -149,7 +162,7 @@ class JobRunner:
             tree = served.servable(setup, list(sources))
             if tree is not None:
                 try:
-                    code = compile(tree, P.SETUP_FILE, "exec", dont_inherit=True)
+                    code = compile(tree, P.SETUP_FILE, "exec", dont_inherit=True, optimize=0)
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     code = None
         cache[key] = code
@@ -173,33 +186,35 @@ class JobRunner:
             if kind == P.REC_PROGRAM:
                 program_ok = flag
                 if not flag:
-                    state.program_error = _error_summary(payload)
-                    state.fail_all(pending, _prefixed(payload, "the program raised an exception at top level"))
+                    state.program_error = error_summary(payload)
+                    state.fail_all(pending, prefixed(payload, "the program raised an exception at top level"))
                     return True
                 if not state.program_timing:
                     state.program_timing = payload
             elif kind == P.REC_SETUP:
                 setup_ok = flag
                 if not flag:
-                    state.fail_all(pending, _prefixed(payload, "the test set-up failed"))
+                    state.fail_all(pending, prefixed(payload, "the test set-up failed"))
                     return True
             elif kind == P.REC_BEGIN and index in pending:
                 begun.add(index)
             elif kind == P.REC_RESULT and index in begun and index not in state.results:
-                state.results[index] = _test_entry(flag, payload)
+                state.results[index] = result_entry(flag, payload)
         unfinished = [i for i in pending if i not in state.results]
         if not unfinished:
             return True
-        cause = _death_cause(run, timeout)
+        if run.handoff:
+            return False  # nothing failed: the tests left are re-run in a judge process
+        cause = death_cause(run, timeout)
         if not program_ok or not setup_ok:
             where = "while the program was loading" if not program_ok else "during the test set-up"
             if cause.get("timed_out"):
                 state.program_error = f"TimeoutError: time limit exceeded {where}"
-            state.fail_all(pending, _with_context(cause, where))
+            state.fail_all(pending, with_context(cause, where))
             return True
         current = run.active if isinstance(run.active, int) else None
         if current in begun and current not in state.results:
-            state.results[current] = _test_entry(False, cause)
+            state.results[current] = result_entry(False, cause)
             return run.killed == "budget"
         if run.killed == "budget":
             return True
@@ -207,7 +222,7 @@ class JobRunner:
             return False  # died between tests after some progress: re-run the rest, blame none
         # Died between tests without any progress (e.g. while the harness was reporting):
         # blame the next test, so that the re-runs always progress.
-        state.results[unfinished[0]] = _test_entry(False, _with_context(cause, "before this test started"))
+        state.results[unfinished[0]] = result_entry(False, with_context(cause, "before this test started"))
         return False
 
     # -- I/O tests -------------------------------------------------------------------------
@@ -222,23 +237,22 @@ class JobRunner:
             state.infra_error = run.infra_error
             state.stop = True
             return
-        entry: dict[str, Any] = {}
-        finished = False
-        for kind, rec_index, flag, _when, payload in run.records:
-            if kind == P.REC_COMPILE:
+        for kind, _index, _flag, _when, payload in run.records:
+            if kind == P.REC_COMPILE:  # (written before the program ran: see harness._run_io)
                 state.compile_error = str(payload.get("error", "the program does not compile"))
                 state.stop = True
                 return
-            if kind == P.REC_RESULT and rec_index == index:
-                entry = _test_entry(flag, payload)
-                finished = True
-        if not finished or run.killed:
-            entry = _test_entry(False, _death_cause(run, timeout))
-        entry["stdout"] = run.stdout.decode("utf-8", "replace")
-        entry["stderr"] = run.stderr.decode("utf-8", "replace")
+        limit = state.limit
+        stderr = run.stderr[-8 * limit:].decode("utf-8", "replace")  # (the harness prints an exception last)
+        exit_code = run.exit_code
+        if run.killed or exit_code is None:
+            entry = result_entry(False, death_cause(run, timeout))
+        else:
+            entry = result_entry(exit_code == 0, {"exit_code": exit_code, "wall_time_s": run.wall_time_s,
+                                                 "cpu_time_s": run.cpu_time_s, **io_error(exit_code, stderr, limit)})
+        entry["stdout"] = run.stdout.decode("utf-8", "replace")  # (the caller compares it: kept whole, up to the cap)
+        entry["stderr"] = run.stderr[: 4 * limit].decode("utf-8", "replace")
         entry["stdout_bytes"] = run.stdout_total
-        if run.killed is None and finished:
-            entry["wall_time_s"] = run.wall_time_s  # from the fork, as the fork server saw it
         state.results[index] = entry
         if state.program_stdout is None:
             state.set_program_output(run, include_output=False)
@@ -247,9 +261,11 @@ class JobRunner:
 class _JobState:
     """Accumulates the outcome of one job; ``response()`` is what goes back to the caller."""
 
-    def __init__(self, n_tests: int, deadline: float) -> None:
+    def __init__(self, n_tests: int, deadline: float, limit: int = 4096, io_tests: frozenset[int] = frozenset()) -> None:
         self.n = n_tests
         self.deadline = deadline
+        self.limit = limit  # report_chars: no text goes back longer (but an I/O test's stdout, compared by the caller)
+        self.io_tests = io_tests
         self.results: dict[int, dict[str, Any]] = {}
         self.compile_error: str | None = None
         self.program_error: str | None = None
@@ -262,13 +278,14 @@ class _JobState:
         self.stop = False
 
     def set_program_output(self, run: RunResult, include_output: bool = True) -> None:
-        self.program_stdout = run.stdout.decode("utf-8", "replace") if include_output else ""
-        self.program_stderr = run.stderr.decode("utf-8", "replace") if include_output else ""
+        limit = self.limit
+        self.program_stdout = bounded(run.stdout[: 4 * limit].decode("utf-8", "replace"), limit) if include_output else ""
+        self.program_stderr = bounded(run.stderr[: 4 * limit].decode("utf-8", "replace"), limit) if include_output else ""
 
     def fail_all(self, indices: list[int], info: dict[str, Any]) -> None:
         for i in indices:
             if i not in self.results:
-                self.results[i] = _test_entry(False, info)
+                self.results[i] = result_entry(False, info)
 
     def fill_missing(self, timeout: float) -> None:
         if self.compile_error is not None:
@@ -282,10 +299,19 @@ class _JobState:
         self.fail_all(list(range(self.n)), {"error_type": "NotRun", "error_message": why})
 
     def response(self, wall: float) -> dict[str, Any]:
+        limit = self.limit
+        tests = []
+        for i in range(self.n):
+            entry = self.results.get(i)
+            if entry is not None:
+                for key in TEXT_KEYS:
+                    if key in entry and not (key == "stdout" and i in self.io_tests):
+                        entry[key] = bounded(entry[key], MAX_TYPE_CHARS if key == "error_type" else limit)
+            tests.append(entry)
         return {
-            "tests": [self.results.get(i) for i in range(self.n)],
-            "compile_error": self.compile_error,
-            "program_error": self.program_error,
+            "tests": tests,
+            "compile_error": None if self.compile_error is None else bounded(self.compile_error, 4 * limit),
+            "program_error": None if self.program_error is None else bounded(self.program_error, limit),
             "bad_test": self.bad_test,
             "infra_error": self.infra_error,
             "stdout": self.program_stdout or "",
@@ -293,67 +319,3 @@ class _JobState:
             "wall_time_s": wall,
             "judge": self.judge,
         }
-
-
-def _test_entry(passed: bool, payload: dict[str, Any]) -> dict[str, Any]:
-    keys = ("error_type", "error_message", "traceback", "stdout", "stderr", "wall_time_s", "cpu_time_s",
-            "timed_out", "memory_exceeded", "exit_code")
-    entry = {k: payload[k] for k in keys if k in payload}
-    entry["passed"] = bool(passed)
-    return entry
-
-
-def _error_summary(payload: dict[str, Any]) -> str:
-    return f"{payload.get('error_type', 'Error')}: {payload.get('error_message', '')}"
-
-
-def _prefixed(payload: dict[str, Any], context: str) -> dict[str, Any]:
-    info = dict(payload)
-    info["error_message"] = f"{context}: {payload.get('error_message', '')}"
-    info.pop("stdout", None)
-    info.pop("stderr", None)
-    return info
-
-
-def _with_context(cause: dict[str, Any], context: str) -> dict[str, Any]:
-    info = dict(cause)
-    info["error_message"] = f"{cause.get('error_message', '')} ({context})"
-    return info
-
-
-def _death_cause(run: RunResult, timeout: float) -> dict[str, Any]:
-    """Why a job process stopped without reporting: time-out, output flood, crash, exit..."""
-    info: dict[str, Any] = {"wall_time_s": run.wall_time_s, "cpu_time_s": run.cpu_time_s}
-    if run.killed == "timeout":
-        info.update(error_type="TimeoutError", timed_out=True,
-                    error_message=f"time limit exceeded ({timeout:g} s wall clock)", wall_time_s=timeout)
-    elif run.killed == "budget":
-        info.update(error_type="TimeoutError", timed_out=True,
-                    error_message="the job's total time budget was exhausted")
-    elif run.killed == "output":
-        info.update(error_type="OutputLimitExceeded", error_message="the program wrote too much output")
-    elif run.killed == "channel":
-        info.update(error_type="ResultChannelAbuse",
-                    error_message="the program flooded the harness's result channel")
-    elif run.signal is not None:
-        sig = run.signal
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        if sig in (signal.SIGKILL, signal.SIGXCPU) and run.cpu_limit_s and run.cpu_time_s >= run.cpu_limit_s - 0.05:
-            info.update(error_type="TimeoutError", timed_out=True, error_message="CPU time limit exceeded")
-        else:
-            detail = _SIGNAL_TEXT.get(sig, "killed")
-            info.update(error_type="ProcessCrashed", error_message=f"the process died: {name} ({detail})")
-            if run.memory_limit_bytes and run.max_rss_kb * 1024 >= 0.8 * run.memory_limit_bytes:
-                info["memory_exceeded"] = True
-                info["error_message"] += "; it was close to its memory limit"
-    else:
-        code = run.exit_code
-        info.update(error_type="ProcessExited",
-                    error_message=f"the process exited (code {code}) before the test finished")
-    if not info.get("memory_exceeded") and b"MemoryError" in run.stderr[-4096:]:
-        info["memory_exceeded"] = True
-    return info
-

@@ -20,10 +20,10 @@ then tells why from the program process's exit status (time-out, crash, memory).
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import os
+import re
 import sys
 import time
 import types
@@ -33,7 +33,7 @@ from . import protocol as P
 from .channel import Channel, ChannelAbuse, ChannelClosed
 from .harness import _PRISTINE_BUILTINS, BoundedText, _compile_tests, _load_compiled, _reporter
 from .plaindata import NotPlainData, from_tree
-from .remote import Link, ProgramGone, Remote, ResultNotPlainData
+from .remote import MAX_CALL_CPU_S, MAX_NAME_CHARS, Link, ProgramGone, Remote, ResultNotPlainData
 from .report import describe
 
 RESULT_FD = 3
@@ -45,8 +45,18 @@ _ABUSE = {"error_type": "ResultChannelAbuse",
 
 def run_judge_process(payload: dict[str, Any], fd: int) -> NoReturn:
     """Entry point in the confined judge process (never returns)."""
-    emit, finish = _reporter(payload["nonce"], RESULT_FD, os.write, os.close, os._exit, time.monotonic, json.dumps)
+    emit, finish, _seal = _reporter(payload["nonce"], RESULT_FD, os.write, os.close, os._exit, time.monotonic,
+                                    json.dumps)
+    # Nothing the program can write is where the tests look for modules or files: the judge works
+    # in / (not the job directory), and its import path has no relative or job-owned entry.
+    os.chdir("/")
+    job_dir = os.environ.get("HOME") or "/"
+    sys.path[:] = [p for p in sys.path if os.path.isabs(p) and not _within(p, job_dir)]
     judge(payload, Channel(fd), emit, finish, os._exit)
+
+
+def _within(path: str, directory: str) -> bool:
+    return directory != "/" and (path == directory or path.startswith(directory.rstrip("/") + "/"))
 
 
 def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: Any, setup_code: Any = None,
@@ -54,9 +64,12 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
     """Run the set-up and tests of ``payload`` against the program at the other end of
     ``channel``; ``stop()`` ends without a verdict (the program process died).
 
-    ``setup_code`` replaces the compiled set-up; ``modules``: bind only these modules (already
-    loaded) for the modules the program imported, never import one (the fork server's judge,
-    see .served).
+    ``setup_code`` replaces the compiled set-up; ``modules``: bind only these modules for the
+    modules the program imported (see :func:`_namespace`).
+
+    Whatever the program sends, this ends with the records of failed tests (a message that does
+    not parse, nests too deep, overflows a number, ... is ``ResultChannelAbuse``), never with an
+    exception of its own.
     """
     link = Link(channel)
     limit = int(payload["limits"]["report_chars"])
@@ -71,15 +84,9 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
     compiled_setup, compiled = _load_compiled(payload, indices) or _compile_tests(payload, indices, emit, finish, limit)
     setup_code = compiled_setup if setup_code is None else setup_code
     try:
-        loaded = json.loads(link.channel.recv())
-        if type(loaded) is not dict:
-            raise ValueError("not a message of the protocol")
-    except ChannelAbuse:
-        loaded = {"error": _ABUSE}
-    except ChannelClosed:
-        stop(0)  # the program process died while loading: the fork server says why
-    except (ValueError, UnicodeDecodeError):
-        loaded = {"error": _ABUSE}
+        loaded = _program_report(link)
+    except ProgramGone:
+        stop(0)  # the program process died (or was killed) while loading: the fork server says why
     if "compile" in loaded:
         emit(P.REC_COMPILE, -1, False, {"error": str(loaded["compile"])[: 4 * limit]})
         finish()
@@ -88,8 +95,18 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
         emit(P.REC_PROGRAM, -1, False, _clean_info(info, limit))
         finish()
     emit(P.REC_PROGRAM, -1, True, _clean_info(loaded["ok"], limit, timing_only=True))
-    test_ns = _namespace(link, loaded.get("names"), modules)
+    try:
+        test_ns = _namespace(link, loaded.get("names"), _names_used([setup_code, *(code for _, code in compiled)]),
+                             modules)
+    except TimeoutError:
+        stop(0)  # killed at its deadline while its names were rebuilt (.served)
     program_values = dict(test_ns)
+    # A builtin's name defined by the program (`sorted`, `range`) is the builtin for the set-up
+    # (which may compute expected values with it), unless the set-up aliases it by name
+    # (`candidate = sum`: then the program's function is under test).
+    aliased = _aliased(payload.get("setup"))
+    for name in [n for n in test_ns if n in _PRISTINE_BUILTINS and not n.startswith("__") and n not in aliased]:
+        del test_ns[name]
     sys.stdout, sys.stderr = BoundedText(limit, hard), BoundedText(limit, hard)
     try:
         exec(setup_code, test_ns)  # noqa: S102
@@ -105,14 +122,11 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
         if name in _PRISTINE_BUILTINS and not name.startswith("__") and name in program_values:
             if test_ns[name] is program_values[name]:
                 del test_ns[name]  # the program's own `abs`, `len`, ... never reach the tests
+    test_ns["__builtins__"] = _PRISTINE_BUILTINS
     emit(P.REC_SETUP, -1, True, {}, now=False)
     clock, cpu = time.perf_counter, time.process_time
     plans = payload.get("plans") if type(payload.get("plans")) is list else None
     for position, (index, code) in enumerate(compiled):
-        link.skip_until(index)
-        link.current = index
-        if plans is not None and link.prefetch and not link.pending:
-            _send_batch(link, plans, compiled[position:], test_ns)
         emit(P.REC_BEGIN, index, True, {})
         out, err = BoundedText(limit, hard), BoundedText(limit, hard)
         sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
@@ -120,6 +134,12 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
         link.cpu = 0.0
         t0, c0 = clock(), cpu()
         try:
+            # (the replies of the earlier tests' planned calls not made, and this test's batch,
+            # are the program's doing too: what they raise is this test's)
+            link.skip_until(index)
+            link.current = index
+            if plans is not None and link.prefetch and not link.pending:
+                _send_batch(link, plans, compiled[position:], test_ns)
             exec(code, test_ns)  # noqa: S102
             passed = True
         except ProgramGone as gone:
@@ -138,6 +158,44 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
         info.update(stdout=out.getvalue(), stderr=err.getvalue(), wall_time_s=wall, cpu_time_s=used)
         emit(P.REC_RESULT, index, passed, info, now=False)
     finish()
+
+
+def _program_report(link: Link) -> dict[str, Any]:
+    """The program process's first message (compiled? loaded? its names), or ``{"error": ...}``
+    when it is not a message of the protocol."""
+    try:
+        loaded = json.loads(link.channel.recv())
+        tick = getattr(link.channel, "tick", None)
+        if tick is not None:
+            tick(True)
+    except ChannelAbuse:
+        return {"error": _ABUSE}
+    except ChannelClosed:
+        raise ProgramGone("the program process died while loading") from None
+    except TimeoutError:
+        raise ProgramGone("the program process was killed at its deadline") from None
+    except Exception:  # noqa: BLE001 - malformed, nested too deep, too big to decode, ...
+        return {"error": _ABUSE}
+    return loaded if type(loaded) is dict else {"error": _ABUSE}
+
+
+_ALIAS = re.compile(r"^[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*([A-Za-z_]\w*)[ \t]*(?:#.*)?$", re.MULTILINE)
+
+
+def _aliased(setup: Any) -> frozenset[str]:
+    """The names a set-up binds to another name at top level (``candidate = sum``)."""
+    return frozenset(_ALIAS.findall(setup)) if type(setup) is str else frozenset()
+
+
+def _names_used(codes: list[Any]) -> frozenset[str]:
+    """Every name the set-up and tests may look up as a global (their code's ``co_names``)."""
+    names: set[str] = set()
+    stack = [c for c in codes if isinstance(c, types.CodeType)]
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return frozenset(names)
 
 
 def _send_batch(link: Link, plans: list[Any], upcoming: list[tuple[int, Any]], ns: dict[str, Any]) -> None:
@@ -187,49 +245,48 @@ def _inert(value: Any) -> bool:
 
 
 def _clean_info(info: Any, limit: int, timing_only: bool = False) -> dict[str, Any]:
-    """The program process's report of its top-level run, with only the fields we expect."""
+    """The program process's report of its top-level run, with only the fields we expect (a
+    timing only if it is a finite, non-negative float)."""
     if type(info) is not dict:
         return {}
     out: dict[str, Any] = {}
     for key in ("wall_time_s", "cpu_time_s"):
-        if type(info.get(key)) in (int, float):
-            out[key] = float(info[key])
+        if type(info.get(key)) is float and 0 <= info[key] < MAX_CALL_CPU_S:
+            out[key] = info[key]
     if not timing_only:
         for key in ("error_type", "error_message", "traceback"):
             if type(info.get(key)) is str:
-                out[key] = info[key][: 2 * limit]
+                out[key] = info[key][: MAX_NAME_CHARS if key == "error_type" else 2 * limit]
         out["memory_exceeded"] = info.get("error_type") == "MemoryError"
         out.setdefault("error_type", "Error")
     return out
 
 
-def _namespace(link: Link, names: Any, modules: frozenset[str] | None = None) -> dict[str, Any]:
-    """The tests' namespace: the program's globals as references, plain values and modules
-    (``modules``: only those, and only if loaded already)."""
+def _namespace(link: Link, names: Any, used: frozenset[str], modules: frozenset[str] | None = None) -> dict[str, Any]:
+    """The tests' namespace: of what the program says it defined, only the plain names the set-up
+    and tests use (``used``; never a dunder such as ``__builtins__``), as references, plain
+    values, or modules this process has loaded itself (``modules``: only those). A module is
+    never imported because the program named it (importing runs code: ``unittest.__main__``
+    discovers tests in the current directory). ``__builtins__`` is the pristine builtins."""
     ns: dict[str, Any] = {"__name__": "solution", "__builtins__": _PRISTINE_BUILTINS}
     if type(names) is not dict:
         return ns
     for name, entry in names.items():
-        if type(name) is not str or not name.isidentifier() or type(entry) is not list or not entry:
+        if (type(name) is not str or name not in used or name.startswith("__") or not name.isidentifier()
+                or type(entry) is not list or not entry):
             continue
         kind = entry[0]
         if kind in ("c", "o"):
             ns[name] = Remote(link, {"g": name}, name)
         elif kind == "v" and len(entry) == 2:
             try:
-                ns[name] = from_tree(entry[1])
-            except (NotPlainData, RecursionError):
+                ns[name] = from_tree(entry[1], None, 0, getattr(link.channel, "tick", None))
+            except (NotPlainData, RecursionError, MemoryError):
                 ns[name] = Remote(link, {"g": name}, name)
         elif kind == "m" and len(entry) == 2 and type(entry[1]) is str and entry[1]:
             module = sys.modules.get(entry[1])
-            if modules is not None and (entry[1] not in modules or module is None):
-                continue
-            if module is None:
-                try:
-                    module = importlib.import_module(entry[1])
-                except BaseException:  # noqa: BLE001 - not importable here: the tests import it themselves
-                    continue
-            ns[name] = module
+            if module is not None and (modules is None or entry[1] in modules):
+                ns[name] = module
     return ns
 
 

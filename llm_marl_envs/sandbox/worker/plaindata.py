@@ -76,31 +76,35 @@ def decode(text: str | bytes, deref: Any = None) -> Any:
     return from_tree(tree, deref)
 
 
-def from_tree(tree: Any, deref: Any = None, depth: int = 0) -> Any:
+def from_tree(tree: Any, deref: Any = None, depth: int = 0, tick: Any = None) -> Any:
+    """Rebuild a value from its tree; ``tick()``, if given, is called for every container (the
+    fork server checks its deadline there: rebuilding a big reply is work done for the program)."""
     kind = type(tree)
     if kind in _SCALARS or kind is int:
         return tree
     if depth > MAX_DEPTH + 1:
         raise NotPlainData("nested too deep")
     depth += 1
+    if tick is not None:
+        tick()
     if kind is list:
-        return [from_tree(v, deref, depth) for v in tree]
+        return [from_tree(v, deref, depth, tick) for v in tree]
     if kind is not dict or len(tree) != 1:
         raise NotPlainData("malformed plain data")
     ((tag, data),) = tree.items()
     try:
         if tag == "t":
-            return tuple(from_tree(v, deref, depth) for v in _list(data))
+            return tuple(from_tree(v, deref, depth, tick) for v in _list(data))
         if tag == "d":
             out = {}
             for pair in _list(data):
                 k, v = _list(pair)
-                out[from_tree(k, deref, depth)] = from_tree(v, deref, depth)
+                out[from_tree(k, deref, depth, tick)] = from_tree(v, deref, depth, tick)
             return out
         if tag == "s":
-            return {from_tree(v, deref, depth) for v in _list(data)}
+            return {from_tree(v, deref, depth, tick) for v in _list(data)}
         if tag == "f":
-            return frozenset(from_tree(v, deref, depth) for v in _list(data))
+            return frozenset(from_tree(v, deref, depth, tick) for v in _list(data))
         if tag in ("b", "y"):
             raw = bytes.fromhex(_str(data))
             return raw if tag == "b" else bytearray(raw)
@@ -111,7 +115,7 @@ def from_tree(tree: Any, deref: Any = None, depth: int = 0) -> Any:
             return complex(re_, im)
         if tag == "i":
             return int(_str(data), 16)
-    except (TypeError, ValueError) as exc:  # unhashable keys, bad hex, wrong arity, ...
+    except (TypeError, ValueError, OverflowError) as exc:  # unhashable keys, bad hex, wrong arity, ...
         if isinstance(exc, NotPlainData):
             raise
         raise NotPlainData(f"malformed plain data ({tag}): {exc}") from None

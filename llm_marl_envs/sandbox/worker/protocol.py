@@ -59,8 +59,8 @@ def compile_test_set(setup: str, tests: list[dict[str, Any]]) -> str:
     marshalled and hex-encoded (``bytes.fromhex`` needs no module in the fork server). Raises
     whatever ``compile`` raises.
     """
-    setup_code = compile(setup, SETUP_FILE, "exec", dont_inherit=True)
-    test_codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True)
+    setup_code = compile(setup, SETUP_FILE, "exec", dont_inherit=True, optimize=0)
+    test_codes = tuple(compile(t["code"], test_file_name(t["name"]), "exec", dont_inherit=True, optimize=0)
                        if t.get("kind", "assert") == "assert" else None for t in tests)
     return marshal.dumps((importlib.util.MAGIC_NUMBER, setup_code, test_codes)).hex()
 
@@ -166,6 +166,8 @@ def parse_record(line: bytes, nonce: str) -> Record | None:
         if got_nonce != nonce or flag not in ("0", "1"):
             return None
         when = float(stamp)
+        if not -1e12 < when < 1e12:  # (NaN too) a time that would void the deadlines
+            return None
         if payload == "{}":  # most records (BEGIN, END, ...) carry nothing: skip the decoder
             return kind, int(index), flag == "1", when, {}
         timing = _TIMING.fullmatch(payload)
@@ -176,7 +178,7 @@ def parse_record(line: bytes, nonce: str) -> Record | None:
             if not isinstance(data, dict):
                 return None
         return kind, int(index), flag == "1", when, data
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError):
         return None
 
 

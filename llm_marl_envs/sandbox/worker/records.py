@@ -40,6 +40,7 @@ class RunResult:
         self.active: Any = "start"  # what ran last: "program", "setup", "harness", a test index
         self.infra_error: str | None = None
         self.helper_usage = False  # cpu_time_s / max_rss_kb are the program process's (assert mode)
+        self.handoff = False  # the fork server's judge gave the run up (a reply too big to decode there)
 
     def stamp(self, spec: Any, started: float) -> None:
         """Set the run's wall time (from ``started``, monotonic) and the limits it ran under."""

@@ -18,6 +18,9 @@ from .channel import ChannelAbuse, ChannelClosed
 from .harness import _PRISTINE_BUILTINS, BoundedText
 from .plaindata import NotPlainData, from_tree, to_tree
 
+MAX_CALL_CPU_S = 1e6  # a call's CPU time as the program reports it: finite, positive, below this
+MAX_NAME_CHARS = 200  # of an exception class re-created from the program's
+
 
 class ResultNotPlainData(Exception):
     """A test compared (or tested the truth of) an object that is not plain data."""
@@ -54,7 +57,7 @@ class Link:
 
     def ask(self, request: dict[str, Any]) -> Any:
         self.send(request)
-        return self.receive()
+        return self.receive(iteration=request.get("op") == "next")
 
     def planned(self, name: str, args: Any, kwargs: Any) -> bool:
         """Whether the next planned call is this one (then its reply is the next to receive)."""
@@ -78,35 +81,45 @@ class Link:
             self.pending.popleft()
             try:
                 self.receive()
-            except ProgramGone:
+            except (ProgramGone, TimeoutError):
                 raise
             except BaseException:  # noqa: BLE001 - the program's exception, for a call not made
                 pass
 
-    def receive(self) -> Any:
+    def receive(self, iteration: bool = False) -> Any:
+        """The next reply, rebuilt; whatever the program sent, this raises only ProgramGone (it
+        broke the protocol or died), ResultNotPlainData, or the exception the program raised as
+        :func:`remote_exception` re-creates it (``iteration``: the reply to a ``next``, where
+        StopIteration ends the iteration, as it should)."""
+        channel = self.channel
         try:
-            reply = json.loads(self.channel.recv())
+            reply = json.loads(channel.recv())
         except ChannelAbuse as exc:
             raise ProgramGone(str(exc), abuse=True) from None
         except ChannelClosed as exc:
             raise ProgramGone(str(exc)) from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ProgramGone(str(exc), abuse=True) from None
+        except TimeoutError:
+            raise  # the fork server's deadline (.served): the test times out
+        except Exception as exc:  # noqa: BLE001 - malformed, nested too deep, too big to decode, ...
+            raise ProgramGone(f"malformed reply: {type(exc).__name__}", abuse=True) from None
         if type(reply) is not dict:
             raise ProgramGone("malformed reply", abuse=True)
+        tick = getattr(channel, "tick", None)  # (.served: the fork server's deadline, while it decodes)
+        if tick is not None:
+            tick(True)
         if "skip" in reply:
             return None, None
         cpu = reply.get("c")
-        if type(cpu) is float and cpu > 0:
+        if type(cpu) is float and 0 < cpu < MAX_CALL_CPU_S:
             self.cpu += cpu
         output = reply.get("o")
         if type(output) is list and len(output) == 4:
             _add_output(sys.stdout, output[0], output[1])
             _add_output(sys.stderr, output[2], output[3])
         if "x" in reply:
-            raise remote_exception(reply["x"])
+            raise remote_exception(reply["x"], iteration)
         try:
-            value = from_tree(reply.get("r"), self._deref)
+            value = from_tree(reply.get("r"), self._deref, 0, tick)
             changed = reply.get("m")
             return value, changed
         except (NotPlainData, RecursionError) as exc:
@@ -121,7 +134,7 @@ class Link:
 def _add_output(stream: Any, text: Any, total: Any) -> None:
     if isinstance(stream, BoundedText) and type(text) is str and type(total) is int:
         stream.write(text)
-        stream.total += max(0, total - len(text))
+        stream.total += min(max(0, total - len(text)), 1 << 62)
 
 
 def _target_tree(value: Any) -> Any:
@@ -242,13 +255,25 @@ def _apply_changes(args: tuple[Any, ...], kwargs: dict[str, Any], changed: list[
             mine.update(new)
 
 
-def remote_exception(info: Any) -> BaseException:
+# What the program raises is re-created as an ordinary exception when, raised in a test, it would
+# change the test's control flow rather than fail it: StopIteration ends the iteration of the
+# builtin that called the program (``all(map(f, xs))`` is then true), StopAsyncIteration and
+# GeneratorExit likewise. They become RuntimeError, as PEP 479 does for a generator.
+_CONTROL_FLOW = (StopIteration, StopAsyncIteration, GeneratorExit)
+
+
+def remote_exception(info: Any, iteration: bool = False) -> BaseException:
+    """The program's exception ``[name, builtin base, message, traceback]`` as an exception of
+    this process; ``iteration``: raised by ``next`` on the program's iterator (StopIteration stays)."""
     if type(info) is not list or len(info) != 4 or not all(type(x) is str for x in info):
         return ProgramGone("malformed exception", abuse=True)
-    name, base_name, message, tb = info
+    name, base_name, message, tb = (x[:MAX_NAME_CHARS] if i == 0 else x[: 1 << 16] for i, x in enumerate(info))
     base = _PRISTINE_BUILTINS.get(base_name)
     if not (isinstance(base, type) and issubclass(base, BaseException)) or base in (ProgramGone,):
         base = Exception
+    if issubclass(base, _CONTROL_FLOW) and not (iteration and base is StopIteration):
+        message = f"the program raised {base.__name__}: {message}"
+        base = RuntimeError
     try:
         klass = type(name if name.isidentifier() else base.__name__, (base,),
                      {"_sbx_traceback": tb, "__module__": "builtins" if name == base_name else "solution"})

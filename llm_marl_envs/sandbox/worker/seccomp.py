@@ -14,7 +14,14 @@ forks, and irrevocable. It refuses (``EPERM``):
 * ways around the namespaces and other processes: ``unshare``, ``setns``, ``clone`` with any
   ``CLONE_NEW*`` flag, the mount calls, ``ptrace``, ``process_vm_readv/writev``,
   ``pidfd_getfd``, ``io_uring`` (its operations bypass seccomp), ``bpf``,
-  ``perf_event_open``, ``userfaultfd``, the key-ring calls, module loading, ``kexec``.
+  ``perf_event_open``, ``userfaultfd``, the key-ring calls, module loading, ``kexec``;
+* kernel objects that are host-wide, charged to no job and outside every namespace the worker
+  has: ``inotify_init``/``inotify_init1`` and ``fanotify_init`` (instances and watches are
+  counted per host user, and a watch on a bind-mounted host directory shows which files host
+  processes open), ``io_setup`` (the machine-wide AIO request pool), and ``socket``/``socketpair``
+  of any family but ``AF_UNIX``, ``AF_INET`` and ``AF_INET6`` (``AF_VSOCK``, ``AF_PACKET``,
+  ``AF_NETLINK``, Bluetooth, ... are not all confined by the network namespace). Pseudo-terminals
+  are not a system call: the file-system view (:mod:`.fsview`) hides ``/dev/ptmx`` and ``/dev/pts``.
 
 ``clone3`` gets ``ENOSYS`` (its flags live in memory a filter cannot read), so the C library
 falls back to ``clone``, whose flags are checked. Calls of another architecture's ABI (32-bit
@@ -41,6 +48,7 @@ _X86_64 = {
     "request_key": 249, "init_module": 175, "finit_module": 313, "delete_module": 176,
     "kexec_load": 246, "kexec_file_load": 320, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442, "chroot": 161,
+    "inotify_init": 253, "inotify_init1": 294, "fanotify_init": 300, "io_setup": 206,
 }
 _AARCH64 = {
     "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "semget": 190, "mq_open": 180,
@@ -52,8 +60,11 @@ _AARCH64 = {
     "request_key": 218, "init_module": 105, "finit_module": 273, "delete_module": 106,
     "kexec_load": 104, "kexec_file_load": 294, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442, "chroot": 51,
+    "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0,
 }
 _TABLES = {"x86_64": (_X86_64, 56, 435), "aarch64": (_AARCH64, 220, 435)}  # (denied, clone, clone3)
+_SOCKET_CALLS = {"x86_64": (41, 53), "aarch64": (198, 199)}  # socket, socketpair
+_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6: the only socket families allowed
 _CLONE_NEW = 0x7E020000  # NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
 
 _LD_W_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -78,6 +89,12 @@ def build_filter(machine: str | None = None) -> bytes | None:
     for nr in sorted(set(denied.values())):
         prog += [_insn(_JEQ, nr, 0, 1), _insn(_RET, eperm)]
     prog += [_insn(_JEQ, clone3, 0, 1), _insn(_RET, enosys)]
+    # socket/socketpair: the family is the first argument; any other than _FAMILIES is refused.
+    for nr in _SOCKET_CALLS[machine]:
+        block = [_insn(_LD_W_ABS, 16)]
+        block += [_insn(_JEQ, family, len(_FAMILIES) - k, 0) for k, family in enumerate(_FAMILIES)]
+        block += [_insn(_RET, eperm), _insn(_RET, _ALLOW)]
+        prog += [_insn(_JEQ, nr, 0, len(block))] + block
     # clone: its flags are the first argument (low 32 bits at offset 16 on little-endian machines).
     prog += [_insn(_JEQ, clone, 0, 3), _insn(_LD_W_ABS, 16), _insn(_JSET, _CLONE_NEW, 0, 1), _insn(_RET, eperm),
              _insn(_RET, _ALLOW)]

@@ -15,13 +15,12 @@ program's stdout and stderr, as :meth:`.supervisor.Supervisor._watch` does for a
 process; at the deadline it kills the program process, which fails the test with the same
 ``TimeoutError`` as before. The test namespace is a fresh dict per run, the standard streams
 and ``linecache`` are restored afterwards, and the judge binds no module but ``math`` from
-what the program imported (a judge process would import whatever the program names).
+what the program imported (a judge process binds only modules it loaded itself; see .judge).
 """
 
 from __future__ import annotations
 
 import _socket
-import json
 import linecache
 import os
 import select
@@ -55,9 +54,9 @@ class InlineRecords:
         self.deadline = started + START_TIMEOUT_S
 
     def emit(self, kind: str, index: int, flag: bool, payload: Any, now: bool = True) -> None:
-        if isinstance(payload, str):  # a passing test's timing, already as JSON
+        if isinstance(payload, str):  # a passing test's timing, already as JSON (by the judge, finite)
             timing = P._TIMING.fullmatch(payload)
-            data = {"wall_time_s": float(timing[1]), "cpu_time_s": float(timing[2])} if timing else json.loads(payload)
+            data = {"wall_time_s": float(timing[1]), "cpu_time_s": float(timing[2])} if timing else {}
         else:
             data = payload or {}
         when = time.monotonic()
@@ -125,12 +124,46 @@ class _Watch:
 
 
 class WatchedChannel(Channel):
-    """The fork server's end of the socket pair: non-blocking, waits through :class:`_Watch`."""
+    """The fork server's end of the socket pair: non-blocking, waits through :class:`_Watch`.
+
+    :meth:`tick` holds the decoding of the program's replies to the deadline of the phase: the
+    judge calls it once a reply is parsed and for every container it rebuilds
+    (:func:`.plaindata.from_tree`), so a reply that takes long to decode times the test out
+    near its deadline instead of running on, on this process's CPU, which no limit of the job counts.
+    """
+
+    TICK_EVERY = 2048  # containers rebuilt between two looks at the clock
+    MAX_MESSAGE_BYTES = 1 << 20  # a bigger message is decoded in a judge process (see recv)
 
     def __init__(self, fd: int, watch: _Watch) -> None:
         super().__init__(fd)
         self.watch = watch
+        self.countdown = self.TICK_EVERY
         os.set_blocking(fd, False)
+
+    def recv(self) -> bytes:
+        """The next message; one above :attr:`MAX_MESSAGE_BYTES` is not decoded here: the JSON
+        decoder is one uninterruptible call (~0.2 s per MB of nested lists on the 2-core VM), so
+        the run is handed off (``handoff``) and the tests left re-run in a judge process, a
+        process of its own that its deadline kills wherever it is."""
+        size = int.from_bytes(self._exactly(4), "big")
+        if size > self.MAX_MESSAGE_BYTES:
+            watch = self.watch
+            watch.result.handoff = True
+            watch.supervisor._kill(watch.pid, None, "")
+            raise ChannelClosed(f"a message of {size} bytes: judged in a judge process")
+        return self._exactly(size)
+
+    def tick(self, now: bool = False) -> None:
+        self.countdown -= 1
+        if not now and self.countdown > 0:
+            return
+        self.countdown = self.TICK_EVERY
+        watch = self.watch
+        if time.monotonic() >= watch.records.deadline and watch.result.active != "done":
+            if watch.result.killed is None:
+                watch.supervisor._kill(watch.pid, watch.result, watch.records.expiry_reason())
+            raise TimeoutError("the test ran past its deadline (decoding the program's reply)")
 
     def _wait(self, writing: bool) -> None:
         self.watch.wait(self.fd, select.POLLOUT if writing else select.POLLIN)
@@ -171,9 +204,14 @@ def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
                   setup_code=setup_code, modules=SAFE_MODULES)
     except _Stop:
         pass
-    except Exception as exc:  # noqa: BLE001 - a failure of the judge itself is ours, not the program's
-        result.infra_error = f"the fork server's judge failed: {type(exc).__name__}: {exc}"
-        supervisor._kill(pid, None, "")
+    except BaseException as exc:  # noqa: BLE001 - see below
+        # The judge ends with records whatever the program sends (.judge); if it raised all the
+        # same, it did so on what the program sent or did (a deadline, memory, a reply): charged
+        # to the test that was running, as a program process that broke the protocol is. Never
+        # the fork server's end, nor an infra error a program could cause at will.
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        supervisor._kill(pid, result, "channel")
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved
         linecache.clearcache()
