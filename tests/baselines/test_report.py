@@ -25,7 +25,8 @@ def short_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("runs")
     result = train.main(["--steps", "2", "--out", str(out), "--name", "short", "--eval-episodes", "4",
                          "rollout.tasks_per_step=4", "rollout.group_size=2", "log.save_samples=true",
-                         "log.tensorboard=false", "log.progress=false", "log.plot=false"])
+                         "log.tensorboard=false", "log.progress=false", "log.plot=false", "--report"])
+    assert Path(result["report"]) == Path(result["run_dir"]) / "report.html"  # --report wrote it at the end
     return Path(result["run_dir"])
 
 
@@ -39,7 +40,9 @@ def helper_main_eval(tmp_path_factory) -> Path:
     model = build_tiny_model(root / "bpe", texts=signal_game_texts(episodes=8), tokenizer="bpe", arch="llama",
                              hidden_size=48, seed=1)
     evaluate.main(["--env", "code/helper_main_v0", "--model", str(model), "--episodes", "2", "--samples", "2",
-                   "--max-new-tokens", "24", "--test-kwargs", "--no-progress", "--out", str(root / "out")])
+                   "--max-new-tokens", "24", "--test-kwargs", "--no-progress", "--out", str(root / "out"),
+                   "--report"])
+    assert (root / "out" / "report.html").exists()  # --report wrote it at the end
     return root / "out"
 
 
