@@ -174,3 +174,17 @@ def test_browser_renders_list_and_episode(short_run, tmp_path):
         assert b.js("typeof window.__pwned") == "undefined"
         assert b.js("document.querySelectorAll('.injected').length") == 0
         assert b.console_errors() == []
+
+
+def test_joint_tree_run_reports_trees(tmp_path):
+    """A MAGRPO (joint_tree) run: each saved episode is one tree; every node's parent is in it or the root."""
+    result = train.main(["--config", "baselines/configs/signal_game_magrpo.yaml", "--steps", "1", "--out",
+                         str(tmp_path), "--name", "tree", "--no-eval", "rollout.tasks_per_step=2",
+                         "log.save_samples=true", "log.tensorboard=false", "log.progress=false", "log.plot=false"])
+    _, data = _page(Path(result["run_dir"]))
+    rows = [json.loads(x) for x in (tmp_path / "tree" / "samples" / "step_1.jsonl").read_text().splitlines()]
+    assert len(data["episodes"]) == 2 and sum(len(e["turns"]) for e in data["episodes"]) == len(rows)
+    for e in data["episodes"]:
+        nodes = {t["n"] for t in e["turns"]}
+        assert e["tree"] and len(nodes) > 1 and all(t["p"] in nodes or t["p"] == -1 for t in e["turns"])
+        assert any(t["p"] != -1 for t in e["turns"]) and all(t["rtg"] is not None for t in e["turns"])
