@@ -94,30 +94,40 @@ def _train_episodes(run: Path, missing: list[str]) -> list[dict]:
         missing.append("samples/: no saved samples, so no episodes (train with log.save_samples=true)")
         return []
     episodes: list[dict] = []
-    no_text = []
+    no_text: list[int] = []
     for f in files:
-        step = int(re.sub(r"\D", "", f.stem))
-        rows = read_lines(f, missing)
-        tpath = f.with_name(f"step_{step}.text.jsonl")
-        texts = read_lines(tpath, missing) if tpath.exists() else []
-        if len(texts) != len(rows):
-            no_text.append(step)
-            texts = []
-        eps: dict[tuple, dict] = {}
-        for i, row in enumerate(rows):
-            key = (str(row.get("task", "?")), row.get("episode", 0))
-            ep = eps.get(key)
-            if ep is None:
-                ep = eps[key] = {"s": step, "env": "", "task": key[0], "ep": key[1], "turns": []}
-                episodes.append(ep)
-            ep["turns"].append(_train_turn(row, texts[i] if texts else None))
-        for ep in eps.values():
-            ep["tree"] = any(t["n"] >= 0 for t in ep["turns"])
-            rewards = [t["r"] for t in ep["turns"] if t["r"] is not None]
-            ep["r"] = max(rewards) if rewards else None
+        try:
+            episodes.extend(_step_episodes(f, missing, no_text))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a hand-edited or foreign file
+            missing.append(f"{f.name}: unexpected content ({exc}); skipped")
     if no_text:
         missing.append(f"samples/step_<k>.text.jsonl missing or not matching for step(s) {no_text[:10]}: "
                        "those turns show token counts, not text or advantages")
+    return episodes
+
+
+def _step_episodes(f: Path, missing: list[str], no_text: list[int]) -> list[dict]:
+    """The episodes of one saved step (rows grouped by task and episode, in saved order)."""
+    episodes: list[dict] = []
+    step = int(re.sub(r"\D", "", f.stem))
+    rows = read_lines(f, missing)
+    tpath = f.with_name(f"step_{step}.text.jsonl")
+    texts = read_lines(tpath, missing) if tpath.exists() else []
+    if len(texts) != len(rows):
+        no_text.append(step)
+        texts = []
+    eps: dict[tuple, dict] = {}
+    for i, row in enumerate(rows):
+        key = (str(row.get("task", "?")), row.get("episode", 0))
+        ep = eps.get(key)
+        if ep is None:
+            ep = eps[key] = {"s": step, "env": "", "task": key[0], "ep": key[1], "turns": []}
+            episodes.append(ep)
+        ep["turns"].append(_train_turn(row, texts[i] if texts else None))
+    for ep in eps.values():
+        ep["tree"] = any(t["n"] >= 0 for t in ep["turns"])
+        rewards = [t["r"] for t in ep["turns"] if t["r"] is not None]
+        ep["r"] = max(rewards) if rewards else None
     return episodes
 
 
@@ -200,19 +210,29 @@ def eval_data(folder: Path, missing: list[str]) -> dict[str, Any]:
             missing.append(f"{spath.name}: absent")
         env = str(summary.get("env") or stem)
         summaries.append({k: v for k, v in summary.items() if not isinstance(v, (dict, list))} or {"env": env})
-        tables[env] = agent_table(transcripts)
-        for ep in transcripts:
-            turns = [{"a": str(st.get("agent", "?")), "t": st.get("turn", 0), "n": -1, "p": -1, "d": 0, "b": -1,
-                      "pr": st.get("prompt"), "obs": last_message(st.get("prompt")), "x": st.get("action"),
-                      "tok": None, "r": _num(st.get("reward")),
-                      "rc": {k: _num(v) for k, v in (st.get("reward_components") or {}).items()},
-                      "rtg": None, "adv": None, "keep": None, "g": None, "iss": list(st.get("format_issues") or [])}
-                     for st in ep.get("steps", [])]
-            episodes.append({"s": None, "env": env, "task": str(ep.get("task", "?")), "ep": ep.get("sample", 0),
-                             "r": _num(ep.get("return")), "tree": False, "turns": turns,
-                             "pass": ep.get("passed"), "oracle": _num(ep.get("oracle_return")),
-                             "excluded": bool(ep.get("infra_excluded"))})
+        try:
+            tables[env] = agent_table(transcripts)
+            episodes.extend(_eval_episodes(env, transcripts))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a hand-edited or foreign file
+            missing.append(f"{tpath.name}: unexpected content ({exc}); its episodes are skipped")
     return {"evals": summaries, "tables": tables, "episodes": episodes}
+
+
+def _eval_episodes(env: str, transcripts: list[dict]) -> list[dict]:
+    """One report episode per transcript line of ``baselines.evaluate``."""
+    episodes = []
+    for ep in transcripts:
+        turns = [{"a": str(st.get("agent", "?")), "t": st.get("turn", 0), "n": -1, "p": -1, "d": 0, "b": -1,
+                  "pr": st.get("prompt"), "obs": last_message(st.get("prompt")), "x": st.get("action"),
+                  "tok": None, "r": _num(st.get("reward")),
+                  "rc": {k: _num(v) for k, v in (st.get("reward_components") or {}).items()},
+                  "rtg": None, "adv": None, "keep": None, "g": None, "iss": list(st.get("format_issues") or [])}
+                 for st in ep.get("steps", [])]
+        episodes.append({"s": None, "env": env, "task": str(ep.get("task", "?")), "ep": ep.get("sample", 0),
+                         "r": _num(ep.get("return")), "tree": False, "turns": turns,
+                         "pass": ep.get("passed"), "oracle": _num(ep.get("oracle_return")),
+                         "excluded": bool(ep.get("infra_excluded"))})
+    return episodes
 
 
 def collect(folder: str | Path) -> dict[str, Any]:

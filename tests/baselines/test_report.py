@@ -112,6 +112,13 @@ def test_missing_pieces_are_reported_not_raised(short_run, tmp_path, capsys):
     _, data = _page(truncated)
     assert any("step(s) [2]" in m for m in data["missing"])
     assert all(t["x"] is None for e in data["episodes"] if e["s"] == 2 for t in e["turns"])
+    (truncated / "samples" / "step_1.jsonl").write_text('{"task": "t", "reward_components": 3}\n')
+    (truncated / "x.transcripts.jsonl").write_text('{"steps": "oops"}\n[1]\n')
+    _, data = _page(truncated)  # foreign content: reported, the rest still shown
+    assert any("step_1.jsonl: unexpected content" in m for m in data["missing"])
+    assert any("x.transcripts.jsonl: unexpected content" in m for m in data["missing"])
+    assert any("x.transcripts.jsonl: 1 unreadable line" in m for m in data["missing"])
+    assert {e["s"] for e in data["episodes"]} == {2}
     with pytest.raises(SystemExit):
         report_main([str(tmp_path / "absent")])
     assert "no such folder" in capsys.readouterr().err
