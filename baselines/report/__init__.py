@@ -11,16 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
-    """Write the report of ``folder`` to ``out`` (default ``folder/report.html``); returns its path."""
+def write_report(folder: str | Path, out: str | Path | None = None, *, compress_above: int | None = None) -> Path:
+    """Write the report of ``folder`` to ``out`` (default ``folder/report.html``); returns its path.
+
+    The data is embedded gzip-compressed above ``compress_above`` bytes of JSON (default
+    :data:`baselines.report.render.COMPRESS_ABOVE`)."""
     from baselines.report.data import collect
-    from baselines.report.render import render
+    from baselines.report.render import COMPRESS_ABOVE, render
 
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no such folder: {folder}")
     path = Path(out) if out is not None else folder / "report.html"
-    path.write_text(render(collect(folder)), encoding="utf-8")
+    limit = COMPRESS_ABOVE if compress_above is None else compress_above
+    path.write_text(render(collect(folder), compress_above=limit), encoding="utf-8")
     return path
 
 

@@ -129,6 +129,11 @@ class Browser:
             raise RuntimeError(f"page error: {r['exceptionDetails'].get('exception', {}).get('description')}")
         return r["result"].get("value")
 
+    def wait_for(self, expression: str) -> Any:
+        """Poll ``expression`` in the page until it is truthy; returns its value (times out like :meth:`call`)."""
+        return self.js(f"new Promise(r => {{ const f = () => {{ const v = ({expression}); v ? r(v) : setTimeout(f, 5); }}; "
+                       "f(); })")
+
     def screenshot(self, path: str | Path) -> Path:
         data = self.call("Page.captureScreenshot", {"format": "png"}, session=True)["data"]
         Path(path).write_bytes(base64.b64decode(data))

@@ -162,21 +162,31 @@ def test_browser_renders_list_and_episode(short_run, tmp_path):
     data = extract(path.read_text(encoding="utf-8"))
     with Browser(binary) as b:
         b.open(path)
+        assert b.wait_for("document.body.dataset.ready") == "1"
         b.js("document.querySelector('#tabs button[data-id=episodes]').click()")
         assert b.js("document.querySelectorAll('#ep-list tbody tr').length") == len(data["episodes"]) == 16
         assert b.js("document.getElementById('episodes').classList.contains('on')")
         b.screenshot(shots / "report_episodes.png")
         b.js("document.querySelectorAll('#ep-list tbody tr')[1].click()")
         assert b.js("location.hash") == "#ep=1"
+        assert b.wait_for("document.querySelectorAll('#episode .turn').length") == len(data["episodes"][1]["turns"])
         turns = b.js("[...document.querySelectorAll('#episode .turn pre')].map(p => p.textContent)")
         assert b.js("document.querySelectorAll('#episode .turn').length") == len(data["episodes"][1]["turns"])
         for t in data["episodes"][1]["turns"]:
             assert (t["x"] or "(empty)") in turns and t["obs"] in turns
         b.screenshot(shots / "report_episode.png")
         assert b.console_errors() == []
+        packed = write_report(short_run, tmp_path / "packed.html", compress_above=0)  # gzip+base64 data
+        assert 'data-encoding="gzip+base64"' in packed.read_text() and extract(packed.read_text()) == data
+        b.open(packed)
+        assert b.wait_for("document.body.dataset.ready") == "1"
+        b.js("location.hash = 'ep=1'")
+        assert b.wait_for("document.querySelectorAll('#episode .turn').length") == len(data["episodes"][1]["turns"])
         evil = write_report(_evil_eval(tmp_path / "evil"))  # hostile model text, in the real browser
         b.open(evil)
+        assert b.wait_for("document.body.dataset.ready") == "1"
         b.js("location.hash = 'ep=0'")
+        b.wait_for("document.querySelector('#episode .turn')")
         assert EVIL in b.js("document.getElementById('episode').textContent")
         assert b.js("typeof window.__pwned") == "undefined"
         assert b.js("document.querySelectorAll('.injected').length") == 0
