@@ -59,12 +59,16 @@ class Browser:
         self._reader.start()
         self._next = 0
         self.events: list[dict] = []
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
-            self.call(f"{domain}.enable", session=True)
-        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
-                                                         "mobile": False}, session=True)
+        try:
+            target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            for domain in ("Page", "Runtime", "Log"):
+                self.call(f"{domain}.enable", session=True)
+            self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                             "deviceScaleFactor": 1, "mobile": False}, session=True)
+        except (RuntimeError, TimeoutError, OSError) as exc:  # e.g. a chromium that cannot start here
+            self.close()
+            raise RuntimeError(f"{binary} did not start a DevTools session: {exc}") from exc
 
     def _read(self) -> None:
         buf = b""
@@ -154,10 +158,11 @@ class Browser:
         return out
 
     def close(self) -> None:
-        try:
-            self.call("Browser.close")
-        except (RuntimeError, TimeoutError, OSError):
-            pass
+        if self.proc.poll() is None:
+            try:
+                self.call("Browser.close")
+            except (RuntimeError, TimeoutError, OSError):
+                pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
