@@ -153,7 +153,7 @@ def _browser_or_skip() -> str:
     return binary
 
 
-def test_browser_renders_list_and_episode(short_run, tmp_path):
+def test_browser_renders_list_and_episode(short_run, helper_main_eval, tmp_path):
     """Chromium opens the short run's report: no console error, the list renders, a click shows the turns.
     Screenshots go to $REPORT_SCREENSHOTS (docs/img for the docs) or the test's tmp folder."""
     binary = _browser_or_skip()
@@ -175,6 +175,14 @@ def test_browser_renders_list_and_episode(short_run, tmp_path):
         for t in data["episodes"][1]["turns"]:
             assert (t["x"] or "(empty)") in turns and t["obs"] in turns
         b.screenshot(shots / "report_episode.png")
+        assert b.console_errors() == []
+        ev = write_report(helper_main_eval)  # an evaluation's page: code actions, prompts as messages
+        ev_data = extract(ev.read_text(encoding="utf-8"))
+        b.open(ev)
+        assert b.wait_for("document.body.dataset.ready") == "1"
+        b.js("location.hash = 'ep=0'")
+        assert b.wait_for("document.querySelectorAll('#episode .turn').length") == len(ev_data["episodes"][0]["turns"])
+        b.screenshot(shots / "report_eval_episode.png")
         assert b.console_errors() == []
         packed = write_report(short_run, tmp_path / "packed.html", compress_above=0)  # gzip+base64 data
         assert 'data-encoding="gzip+base64"' in packed.read_text() and extract(packed.read_text()) == data
