@@ -3,8 +3,9 @@
 The docs link source files relatively, e.g. ``[tiny.py](../baselines/policies/tiny.py)`` from
 ``docs/benchmarks.md``: the code host (GitHub, GitLab...) resolves that in the checkout. MkDocs
 only serves ``docs/``, so this hook copies every linked repository file into the site under
-``_source/<path>`` and points the link there. A link to a file that does not exist in the
-repository stays as it is, and MkDocs reports it (``--strict`` fails).
+``_source/<path>`` and points the link there (served as a plain file). A link to a file that
+does not exist in the repository, or to a Markdown file outside docs/, stays as it is, and MkDocs
+reports it (``--strict`` fails).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def _repo_target(page_src: str, target: str, docs_dir: Path, repo: Path) -> str 
         rel = resolved.relative_to(repo.resolve())
     except ValueError:
         return None
-    return rel.as_posix() if resolved.is_file() else None
+    if not resolved.is_file() or resolved.suffix == ".md":  # a page outside docs/ would be an orphan page
+        return None
+    return rel.as_posix()
 
 
 def _scan(config) -> dict[str, set[str]]:
