@@ -159,7 +159,8 @@ class LogConfig:
     log_every: int = 10
     progress: bool = True
     plot: bool = True
-    #: also write each step's sample table to samples/step_<k>.jsonl (all ranks' rows; can be large)
+    #: also write each step's sample table to samples/step_<k>.jsonl (all ranks' rows; can be large) and its
+    #: decoded text and advantages to samples/step_<k>.text.jsonl (for report.html, baselines.report)
     save_samples: bool = False
 
 

@@ -9,7 +9,8 @@
 Prints a markdown table (mean joint return with a 95% interval over tasks, avg@k and pass@k,
 the scripted oracle's return on the same tasks, per-agent format-error rates, reward
 components) and, with ``--out DIR``, writes ``DIR/<env>.transcripts.jsonl`` (one episode per
-line: every prompt, action, format issue and reward) and ``DIR/<env>.summary.json``.
+line: every prompt, action, format issue and reward) and ``DIR/<env>.summary.json``; ``--report`` adds
+``DIR/report.html`` (:mod:`baselines.report`).
 Held-out by default: held-out task seeds, and a task's ``split="eval"`` problems when it has a
 split (``--split train`` or ``--split all`` evaluates on training problems, on request only).
 See :mod:`baselines.evaluate_core` for the exact definitions.
@@ -53,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="float32")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
     p.add_argument("--out", help="folder for transcripts (JSONL) and summaries (JSON)")
+    p.add_argument("--report", action="store_true", help="also write OUT/report.html (needs --out; "
+                   "python -m baselines.report)")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -158,6 +161,8 @@ def main(argv: list[str] | None = None) -> list[Any]:
     args = build_parser().parse_args(argv)
     if not (args.model or args.team or args.agent_model):
         build_parser().error("give --model, --agent-model or --team")
+    if args.report and not args.out:
+        build_parser().error("--report writes OUT/report.html: give --out too")
     if args.episodes < 1 or args.samples < 1:
         build_parser().error("--episodes and --samples must be >= 1")
     names = llm_marl_envs.list_envs() if args.env == "all" else [args.env]
@@ -175,6 +180,10 @@ def main(argv: list[str] | None = None) -> list[Any]:
         if args.out:
             tpath, spath = write_outputs(report, Path(args.out))
             print(f"transcripts: {tpath}\nsummary: {spath}\n", flush=True)
+    if args.report:
+        from baselines.report import write_report
+
+        print(f"report: {write_report(args.out)}", flush=True)
     return reports
 
 

@@ -12,7 +12,8 @@
 
 Flags override the YAML file; ``key=value`` overrides (dotted keys, YAML values) override both.
 Outputs in the run folder: ``config.yaml``, ``metrics.jsonl``, ``tb/`` (TensorBoard),
-``checkpoints/``, ``team/`` (trained weights), ``curves.png`` (reward and per-agent gradient norms).
+``checkpoints/``, ``team/`` (trained weights), ``curves.png`` (reward and per-agent gradient norms);
+with ``log.save_samples=true`` also ``samples/``, with ``--report`` also ``report.html`` (:mod:`baselines.report`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-episodes", type=_positive_int, default=256, help="episodes of the final evaluation")
     p.add_argument("--no-eval", action="store_true", help="skip the final evaluation")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    p.add_argument("--report", action="store_true",
+                   help="write <run>/report.html at the end (python -m baselines.report; add log.save_samples=true "
+                        "for episodes)")
     return p
 
 
@@ -102,7 +106,13 @@ def main(argv: list[str] | None = None) -> dict:
     config = from_dict(TrainConfig, load_checkpoint(args.resume)["config"]) if args.resume else resolve_config(args)
     dist = DistContext.from_env(config.device)  # one process unless launched by torchrun / accelerate launch
     try:
-        return _run(args, config, dist)
+        out = _run(args, config, dist)
+        if args.report and dist.is_main:
+            from baselines.report import write_report
+
+            out["report"] = str(write_report(out["run_dir"]))
+            print(f"report: {out['report']}", flush=True)
+        return out
     finally:
         dist.close()
 
