@@ -75,7 +75,8 @@ def heldout_score(trainer: Trainer, episodes: int, seed: int) -> dict[str, Any]:
     cfg = trainer.config
     kwargs = {k: v for k, v in cfg.env.kwargs.items() if k != "split"}
     kwargs = held_out_kwargs(cfg.env.name, kwargs, "eval")
-    backend = TransformersBackend(trainer.team, dataclasses.replace(trainer.gen_config, seed=seed))
+    backend = TransformersBackend(trainer.team, dataclasses.replace(trainer.gen_config, seed=seed),
+                                  **trainer.backend_options())
     with torch.no_grad():
         report = evaluate_team(backend, cfg.env.name, kwargs, episodes=episodes, samples=1, seed=seed)
     return {"mean_return": report.mean_return, "ci95": report.ci95, "pass": report.pass_at_k,
