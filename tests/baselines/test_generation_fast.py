@@ -16,7 +16,6 @@ from tests.baselines.generation_helpers import (
     AGENTS,
     USERS,
     assert_logprobs_recomputed,
-    perturb_adapter,
     requests,
     team_taught_to_stop,
 )
@@ -109,7 +108,7 @@ def test_merged_weights_follow_an_update(tiny_paths):
     opt.step()
     after = backend.generate(reqs)
     assert [o.completion_ids for o in after] != [o.completion_ids for o in before]
-    for r, o in zip(reqs, after):  # and the new answers are the updated policy's own
+    for o in after:  # and the new answers are the updated policy's own
         assert o.completion_ids == plain_greedy(team, "listener", o.prompt_ids, 8)
     assert_logprobs_recomputed(team, after, 1.0)
     merged = backend._merged[team.policy_key("listener").model]
