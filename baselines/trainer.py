@@ -133,10 +133,10 @@ class Trainer:
         return TransformersBackend(self.team, self.gen_config, **self.backend_options())
 
     def backend_options(self) -> dict:
-        """The transformers backend's options; FSDP-sharded models decode through ``generate`` (the
-        fast path's merged sampling weights would copy sharded parameters)."""
+        """The transformers backend's options; with ``distributed.fsdp`` models decode through ``generate``
+        (the fast path's merged sampling weights would hold copies of sharded parameters)."""
         options = self.config.generation.backend_options()
-        return {**options, "decode": "generate"} if self.sharding.enabled else options
+        return {**options, "decode": "generate"} if self.config.distributed.fsdp else options
 
     # -------------------------------------------------------------------- one step
     def next_tasks(self) -> list[rollout.Task]:

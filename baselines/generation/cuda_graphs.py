@@ -8,7 +8,7 @@ buffers, the cache is written in place at its own device-side position counter, 
 out of a static buffer. Sampling stays outside the graph (it draws from the process's CUDA RNG).
 
 :class:`DecodeGraphs` keeps one runner (and its cache) per (model, rows, cache length), the few
-shapes the static path produces (rows padded to a multiple of 8, length to a multiple of 64), at
+shapes the static path produces (rows padded to a multiple of 8, length to a multiple of 128), at
 most ``max_graphs`` of them (least recently used dropped). A runner holds the model it was captured
 for, so it stays valid as long as that model's weights are updated in place (see
 :class:`~baselines.generation.merged.MergedAdapters`).
@@ -16,6 +16,7 @@ for, so it stays valid as long as that model's weights are updated in place (see
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 
 import torch
@@ -82,14 +83,24 @@ class DecodeGraphs:
         self.max_graphs = max_graphs
         self._runners: OrderedDict[tuple[int, int, int], GraphRunner] = OrderedDict()
         self.captures = 0
+        self.failure: str | None = None  #: why capturing failed (then every call decodes without graphs)
 
-    def runner(self, model: nn.Module, rows: int, length: int) -> GraphRunner:
+    def runner(self, model: nn.Module, rows: int, length: int) -> GraphRunner | None:
+        """The captured step for this shape (captured now if new); None once a capture has failed."""
+        if self.failure is not None:
+            return None
         key = (id(model), rows, length)
         runner = self._runners.get(key)
         if runner is None or runner.model is not model:
             while len(self._runners) >= self.max_graphs:
                 self._runners.popitem(last=False)
-            runner = self._runners[key] = GraphRunner(model, rows, length)
+            try:
+                runner = GraphRunner(model, rows, length)
+            except Exception as err:  # noqa: BLE001 -- any capture failure: fall back, say why, keep going
+                self.failure = f"{type(err).__name__}: {err}"
+                warnings.warn(f"CUDA graph capture failed, decoding without graphs: {self.failure}", stacklevel=2)
+                return None
+            self._runners[key] = runner
             self.captures += 1
         self._runners.move_to_end(key)
         return runner

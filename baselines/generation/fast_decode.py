@@ -17,7 +17,7 @@ Two KV caches:
 * **dynamic** (CPU default): the model's own growing cache; finished rows are dropped from the
   batch every ``segment`` steps (``Cache.batch_select_indices``) so they stop costing compute.
 * **static** (CUDA default): transformers' ``StaticCache`` pre-allocated for the call's prompt width
-  + ``max_new_tokens`` (rounded up to a multiple of 64), the prompt cache copied in, the batch
+  + ``max_new_tokens`` (rounded up to a multiple of 128), the prompt cache copied in, the batch
   padded to a multiple of 8 rows, and a 4-D attention mask built here each step (the pad columns
   masked, causality by column). Every step then has the same shapes and addresses, so with
   CUDA graphs the step's forward is captured once per (rows, length) as a CUDA graph and
@@ -205,7 +205,7 @@ def _decode_static(model, ids, mask, config, eos_ids, pad_id, device, opts, grap
         extra = rows - n_rows
         ids, mask = torch.cat([ids, ids[:1].expand(extra, -1)]), torch.cat([mask, mask[:1].expand(extra, -1)])
     ids, mask = ids.to(device), mask.to(device)
-    length = -(-(width + config.max_new_tokens) // 64) * 64
+    length = -(-(width + config.max_new_tokens) // 128) * 128
     runner = graphs.runner(model, rows, length) if graphs is not None else None
     cache = runner.cache if runner is not None else StaticCache(config=model.config, max_cache_len=length)
     prefix = _first_cache(model, ids, mask, opts, device)
