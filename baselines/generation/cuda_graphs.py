@@ -29,11 +29,11 @@ from baselines.generation.prefill import CACHE_KW
 class GraphRunner:
     """One captured decode step for ``rows`` rows and a static cache of ``length`` columns."""
 
-    def __init__(self, model: nn.Module, rows: int, length: int, warmup: int = 2):
-        if not torch.cuda.is_available():
-            raise RuntimeError("CUDA graphs need a CUDA device")
+    def __init__(self, model: nn.Module, rows: int, length: int, warmup: int = 2, capture: bool = True):
         self.model = model
         device = model.get_output_embeddings().weight.device
+        if capture and device.type != "cuda":
+            raise RuntimeError("CUDA graphs need a model on a CUDA device")
         self.cache = StaticCache(config=model.config, max_cache_len=length)
         cfg = model.config.get_text_config(decoder=True)
         heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
@@ -48,6 +48,11 @@ class GraphRunner:
         if mask_dtype == torch.bool:
             self.mask[..., 0] = True
         self.logits: torch.Tensor | None = None
+        self.graph: torch.cuda.CUDAGraph | None = None
+        if capture:
+            self._capture(warmup)
+
+    def _capture(self, warmup: int) -> None:
         saved = [layer.cumulative_length.clone() for layer in self.cache.layers]
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -71,7 +76,10 @@ class GraphRunner:
         self.ids.copy_(ids)
         self.positions.copy_(positions)
         self.mask.copy_(mask)
-        self.graph.replay()
+        if self.graph is None:  # capture=False: the same static-buffer step, run eagerly
+            self.logits = self._forward()
+        else:
+            self.graph.replay()
         assert self.logits is not None
         return self.logits
 
@@ -79,8 +87,9 @@ class GraphRunner:
 class DecodeGraphs:
     """Captured decode steps per (model, rows, length), least recently used dropped beyond ``max_graphs``."""
 
-    def __init__(self, max_graphs: int = 4):
+    def __init__(self, max_graphs: int = 4, capture: bool = True):
         self.max_graphs = max_graphs
+        self.capture = capture  #: False: runners run their static-buffer step eagerly (the CPU check of them)
         self._runners: OrderedDict[tuple[int, int, int], GraphRunner] = OrderedDict()
         self.captures = 0
         self.failure: str | None = None  #: why capturing failed (then every call decodes without graphs)
@@ -95,7 +104,7 @@ class DecodeGraphs:
             while len(self._runners) >= self.max_graphs:
                 self._runners.popitem(last=False)
             try:
-                runner = GraphRunner(model, rows, length)
+                runner = GraphRunner(model, rows, length, capture=self.capture)
             except Exception as err:  # noqa: BLE001 -- any capture failure: fall back, say why, keep going
                 self.failure = f"{type(err).__name__}: {err}"
                 warnings.warn(f"CUDA graph capture failed, decoding without graphs: {self.failure}", stacklevel=2)

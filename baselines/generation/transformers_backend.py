@@ -267,16 +267,21 @@ class TransformersBackend:
             )
         return results
 
+    def _sampling_model(self, model: torch.nn.Module, key: PolicyKey) -> torch.nn.Module:
+        """``key``'s merged sampling model when it has a mergeable adapter (and merging is on), else ``model``."""
+        if key.adapter is None or not self.merge_adapters or not mergeable(model):
+            return model
+        merged = self._merged.get(key.model)
+        if merged is None or merged.peft_model is not model:
+            merged = self._merged[key.model] = MergedAdapters(model)
+        return merged.model(key.adapter)
+
     def _fast(
         self, model: torch.nn.Module, key: PolicyKey, ids: torch.Tensor, mask: torch.Tensor,
         config: GenerationConfig, eos_ids: list[int], pad_id: int, device: torch.device,
     ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
         """The lean decode loop, from ``key``'s merged sampling model when it has a mergeable adapter."""
-        if key.adapter is not None and self.merge_adapters and mergeable(model):
-            merged = self._merged.get(key.model)
-            if merged is None or merged.peft_model is not model:
-                merged = self._merged[key.model] = MergedAdapters(model)
-            model = merged.model(key.adapter)
+        model = self._sampling_model(model, key)
         cuda = device.type == "cuda"
         static = cuda if self.static_cache is None else self.static_cache
         graphs = cuda if self.cuda_graphs is None else (self.cuda_graphs and cuda)

@@ -126,3 +126,28 @@ def test_fast_is_the_trainer_default_and_validated():
     assert GenerationSettings().backend_options()["decode"] == "fast"
     with pytest.raises(ValueError, match="decode must be"):
         TransformersBackend(None, decode="vllm")  # type: ignore[arg-type]
+
+
+def test_graph_runner_bookkeeping_eagerly(tiny_paths):
+    """The CUDA-graph runner's static buffers and cache positions, run eagerly on the CPU (capture=False):
+    the same greedy tokens as plain generate, the runner reused across calls of one shape."""
+    from baselines.generation.cuda_graphs import DecodeGraphs
+    from baselines.generation.fast_decode import DecodeOptions, decode
+
+    team = lora_team(tiny_paths["bpe"])
+    backend = TransformersBackend(team, decode="fast")
+    graphs = DecodeGraphs(capture=False)
+    cfg = GenerationConfig(max_new_tokens=9, temperature=0)
+    for agent in AGENTS:  # two calls of one shape: the second reuses the runner (and its stale cache)
+        prompts = [team.encode_prompt(agent, chat(u, agent)) for u in USERS]
+        width = max(len(p) for p in prompts)
+        pad = team.tokenizer(agent).pad_token_id
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        with torch.no_grad(), team.generating(agent) as model:
+            sampler = backend._sampling_model(model, team.policy_key(agent))
+            out = decode(sampler, ids, mask, cfg, team.eos_token_ids(agent), pad, torch.device("cpu"),
+                         DecodeOptions(static_cache=True), graphs)  # fmt: skip
+        for p, c in zip(prompts, out.completions):
+            assert c == plain_greedy(team, agent, p, 9)
+    assert graphs.captures == 2  # one runner per adapter's model (same shape)
