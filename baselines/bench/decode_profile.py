@@ -14,9 +14,10 @@ real observations, both agents in the batch) with three engines:
 2. ``backend generate``: :class:`TransformersBackend` with ``decode="generate"`` (one mixed-adapter
    ``generate`` call for the team: peft splits every LoRA layer's input into per-adapter sub-batches,
    the log-prob recorder runs over the full vocabulary each step);
-3. ``backend fast``: ``decode="fast"`` (merged per-adapter sampling weights, the lean loop; on CUDA
-   the static cache and CUDA graphs, also shown without graphs; on a CPU the dynamic cache, also
-   shown with the static one).
+3. ``backend fast``: ``decode="fast"``, the lean loop with its device defaults: on CUDA merged
+   per-adapter sampling weights, the static cache and CUDA graphs (also shown without graphs); on a
+   CPU one peft call with per-row adapters and the dynamic cache (also shown with merged adapters,
+   one call per adapter, and with the static cache).
 
 Each engine runs ``--steps`` and ``--steps // 2`` new tokens; the per-step figures are the
 difference divided by the extra steps, so the prompt prefill drops out. That needs rows that do not
@@ -141,7 +142,9 @@ def run(args: argparse.Namespace) -> list[StepFigures]:
     if args.device.startswith("cuda"):
         engines.append(("backend fast, no CUDA graphs", backend_run(decode="fast", cuda_graphs=False)))
     else:
-        engines.append(("backend fast, static cache", backend_run(decode="fast", static_cache=True)))
+        engines.append(("backend fast, merged adapters", backend_run(decode="fast", merge_adapters=True)))
+        engines.append(("backend fast, merged, static cache",
+                        backend_run(decode="fast", merge_adapters=True, static_cache=True)))
     results = []
     for name, fn in engines:
         try:

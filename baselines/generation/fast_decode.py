@@ -93,11 +93,12 @@ def static_supported(model: nn.Module) -> bool:
     )
 
 
-def _first_cache(model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, opts: DecodeOptions, device: Any):
+def _first_cache(
+    model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, opts: DecodeOptions, device: Any, adapters: list
+):
     """The dynamic cache of ``ids[:, :-1]`` (None when a row has nothing before its last token)."""
     if ids.shape[1] < 2 or not bool(mask[:, :-1].any(dim=1).all()):
         return None
-    adapters = [None] * ids.shape[0]
     cache = prefill_cache(model, ids, mask, adapters, device, share=opts.share_prompts, max_padding=opts.prefill_padding)
     return cache if cache is not None else _forward(model, ids[:, :-1], mask[:, :-1], adapters, device)
 
@@ -112,11 +113,16 @@ def decode(
     device: Any,
     opts: DecodeOptions,
     graphs: Any = None,
+    adapters: list | None = None,
 ) -> Decoded:
-    """Decode ``config.max_new_tokens`` tokens for the left-padded prompts ``ids`` (``mask``: 1 = real)."""
-    if opts.static_cache and static_supported(model):
+    """Decode ``config.max_new_tokens`` tokens for the left-padded prompts ``ids`` (``mask``: 1 = real).
+
+    ``adapters``: each row's peft adapter name when ``model`` is a peft model serving several in one
+    batch (``adapter_names``; the dynamic cache then); None or all equal: ``model`` as it is."""
+    adapters = list(adapters) if adapters is not None and len(set(adapters)) > 1 else [None] * ids.shape[0]
+    if opts.static_cache and static_supported(model) and adapters[0] is None:
         return _decode_static(model, ids, mask, config, eos_ids, pad_id, device, opts, graphs)
-    return _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts)
+    return _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, adapters)
 
 
 def _collect(rows: list[int], new: torch.Tensor, lp: torch.Tensor, eos: set[int], out: Decoded) -> list[int]:
@@ -135,14 +141,14 @@ def _collect(rows: list[int], new: torch.Tensor, lp: torch.Tensor, eos: set[int]
     return keep
 
 
-def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts) -> Decoded:
+def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, adapters) -> Decoded:
     n_rows = ids.shape[0]
     out = Decoded([[] for _ in range(n_rows)], [[] for _ in range(n_rows)], [False] * n_rows)
     eos = set(eos_ids)
     eos_t = torch.tensor(eos_ids, device=device)
     ids, mask = ids.to(device), mask.to(device)
     lens = mask.sum(-1)
-    cache = _first_cache(model, ids, mask, opts, device)
+    cache = _first_cache(model, ids, mask, opts, device, adapters)
     rows = list(range(n_rows))
     if cache is None:  # full prompt forward, as generate's prefill
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -154,8 +160,9 @@ def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts) -> 
     toks: list[torch.Tensor] = []
     lps: list[torch.Tensor] = []
     for step in range(config.max_new_tokens):
+        names = {"adapter_names": [adapters[r] for r in rows]} if adapters[0] is not None else {}
         res = model(input_ids=step_ids, attention_mask=step_mask, position_ids=positions, use_cache=True,
-                    logits_to_keep=1, **({CACHE_KW: cache} if cache is not None else {}))  # fmt: skip
+                    logits_to_keep=1, **names, **({CACHE_KW: cache} if cache is not None else {}))  # fmt: skip
         cache = res[CACHE_KW]
         tokens, logp = pick(res.logits[:, -1, :].float(), config)
         tokens = torch.where(done, torch.full_like(tokens, pad_id), tokens)
@@ -208,7 +215,7 @@ def _decode_static(model, ids, mask, config, eos_ids, pad_id, device, opts, grap
     length = -(-(width + config.max_new_tokens) // 128) * 128
     runner = graphs.runner(model, rows, length) if graphs is not None else None
     cache = runner.cache if runner is not None else StaticCache(config=model.config, max_cache_len=length)
-    prefix = _first_cache(model, ids, mask, opts, device)
+    prefix = _first_cache(model, ids, mask, opts, device, [None] * rows)
     start = width - 1 if prefix is not None else 0
     _load_prefix(model, cache, prefix, rows, length, device)
     keys, mask4 = _static_mask(model, mask, length)

@@ -23,10 +23,12 @@ Two things keep a call cheap when a trainer samples G completions of each prompt
   rows x steps x vocabulary floats, 1.6 GB for 32 rows x 256 tokens x 49k vocabulary).
 
 ``decode="fast"`` replaces ``generate`` by the lean loop of :mod:`baselines.generation.fast_decode`
-(same sampling, same recorded log-probs, prefix sharing kept): one call per policy key (never a
-mixed-adapter batch), a LoRA adapter merged into a plain sampling model
-(:mod:`baselines.generation.merged`, refreshed after every weight change), and on CUDA a static KV
-cache with the decode step captured as a CUDA graph (:mod:`baselines.generation.cuda_graphs`).
+(same sampling, same recorded log-probs, prefix sharing kept). On CUDA a LoRA team samples one call
+per adapter from plain merged weights (:mod:`baselines.generation.merged`, refreshed after every
+weight change; no mixed-adapter batch) with a static KV cache and the decode step captured as a
+CUDA graph (:mod:`baselines.generation.cuda_graphs`). On a CPU, where a step costs a read of the
+weights rather than kernel launches, the team stays one peft call with per-row adapters (merging
+would read every weight once per adapter).
 """
 
 from __future__ import annotations
@@ -102,8 +104,9 @@ class TransformersBackend:
             the dynamic cache's row-dropping period.
         decode: ``"generate"`` (``model.generate``) or ``"fast"`` (the lean loop; see the module
             docstring).
-        merge_adapters: fast decoding of a LoRA team samples from per-adapter merged weights
-            (False: the peft model with the agent's adapter set, one call per adapter).
+        merge_adapters: fast decoding of a LoRA team samples from per-adapter merged weights, one
+            call per adapter (False: through peft, one call with per-row adapters when
+            ``mixed_adapters``; None: merged on CUDA, peft on a CPU).
         static_cache: fast decoding with a pre-allocated static KV cache (None: on CUDA only).
         cuda_graphs: capture the static-cache decode step as a CUDA graph (None: on CUDA only;
             never on a CPU).
@@ -121,7 +124,7 @@ class TransformersBackend:
         prefill_padding: float | None = 1.25,
         decode_segment: int | None = 32,
         decode: str = "generate",
-        merge_adapters: bool = True,
+        merge_adapters: bool | None = None,
         static_cache: bool | None = None,
         cuda_graphs: bool | None = None,
     ):
@@ -177,7 +180,8 @@ class TransformersBackend:
         groups: dict[PolicyKey, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
             key = self.team.policy_key(r.agent)
-            groups[PolicyKey(key.model) if self.mixed_adapters and self.decode == "generate" else key].append(i)
+            one_call = self.mixed_adapters and (self.decode == "generate" or not self._merging())
+            groups[PolicyKey(key.model) if one_call else key].append(i)
         outputs: list[GenOutput | None] = [None] * len(requests)
         with torch.no_grad(), torch.random.fork_rng(devices=self._cuda_devices()):
             if config.seed is not None:
@@ -244,7 +248,7 @@ class TransformersBackend:
         )
         with self.team.generating(agent) as model:
             if self.decode == "fast":
-                completions, logps, stopped = self._fast(model, keys[0], ids, mask, config, eos_ids, pad_id, device)
+                completions, logps, stopped = self._fast(model, keys, ids, mask, config, eos_ids, pad_id, device)
             else:
                 cache = prefill_cache(
                     model, ids, mask, adapters, device, share=self.share_prompts, max_padding=self.prefill_padding
@@ -267,9 +271,13 @@ class TransformersBackend:
             )
         return results
 
+    def _merging(self) -> bool:
+        """Whether fast decoding samples LoRA adapters from merged weights (by default: on CUDA)."""
+        return bool(self._cuda_devices()) if self.merge_adapters is None else self.merge_adapters
+
     def _sampling_model(self, model: torch.nn.Module, key: PolicyKey) -> torch.nn.Module:
         """``key``'s merged sampling model when it has a mergeable adapter (and merging is on), else ``model``."""
-        if key.adapter is None or not self.merge_adapters or not mergeable(model):
+        if key.adapter is None or not self._merging() or not mergeable(model):
             return model
         merged = self._merged.get(key.model)
         if merged is None or merged.peft_model is not model:
@@ -277,11 +285,13 @@ class TransformersBackend:
         return merged.model(key.adapter)
 
     def _fast(
-        self, model: torch.nn.Module, key: PolicyKey, ids: torch.Tensor, mask: torch.Tensor,
+        self, model: torch.nn.Module, keys: list[PolicyKey], ids: torch.Tensor, mask: torch.Tensor,
         config: GenerationConfig, eos_ids: list[int], pad_id: int, device: torch.device,
     ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
-        """The lean decode loop, from ``key``'s merged sampling model when it has a mergeable adapter."""
-        model = self._sampling_model(model, key)
+        """The lean decode loop: one adapter's merged sampling model, or the (peft) model with per-row adapters."""
+        adapters = [k.adapter for k in keys]
+        if len(set(adapters)) == 1:
+            model = self._sampling_model(model, keys[0])
         cuda = device.type == "cuda"
         static = cuda if self.static_cache is None else self.static_cache
         graphs = cuda if self.cuda_graphs is None else (self.cuda_graphs and cuda)
@@ -291,7 +301,8 @@ class TransformersBackend:
             self._graphs = DecodeGraphs()
         opts = DecodeOptions(static_cache=static, share_prompts=self.share_prompts,
                              prefill_padding=self.prefill_padding, segment=self.decode_segment or 32)  # fmt: skip
-        out = decode(model, ids, mask, config, eos_ids, pad_id, device, opts, self._graphs if graphs and static else None)
+        out = decode(model, ids, mask, config, eos_ids, pad_id, device, opts,
+                     self._graphs if graphs and static else None, adapters=adapters)  # fmt: skip
         return out.completions, out.logprobs, out.stopped
 
     def _decode(

@@ -43,12 +43,17 @@ def plain_greedy(team: Team, agent: str, prompt: list[int], n: int) -> list[int]
     return row if stop is None else row[: stop + 1]
 
 
-@pytest.mark.parametrize("static", [False, True])
+# (static cache, merged adapters): the CPU default (one peft call, per-row adapters), merged, and
+# the CUDA default's merged static-cache path
+SETTINGS = [(False, None), (False, True), (True, True)]
+
+
+@pytest.mark.parametrize(("static", "merge"), SETTINGS)
 @pytest.mark.parametrize("model", ["word", "bpe"])
-def test_greedy_equals_plain_generate_with_two_adapters(tiny_paths, model, static):
+def test_greedy_equals_plain_generate_with_two_adapters(tiny_paths, model, static, merge):
     team = lora_team(tiny_paths[model])
     fast = TransformersBackend(team, GenerationConfig(max_new_tokens=10, temperature=0), decode="fast",
-                               static_cache=static)  # fmt: skip
+                               static_cache=static, merge_adapters=merge)  # fmt: skip
     reqs = requests() * 2  # ragged prompts, both agents, repeated prompts (prefix sharing)
     outs = fast.generate(reqs)
     for r, o in zip(reqs, outs):
@@ -68,8 +73,9 @@ def test_sampled_logprobs_match_recompute_and_seed_reproduces(tiny_paths, merge)
     assert [o.completion_ids for o in outs[0]] == [o.completion_ids for o in outs[1]]
     assert [o.logprobs for o in outs[0]] == [o.logprobs for o in outs[1]]
     assert_logprobs_recomputed(team, outs[0], 0.8)
-    # same seed, same batch: the fast loop draws generate's own tokens (one call per adapter both)
-    ref = TransformersBackend(team, cfg, mixed_adapters=False, decode_segment=None).generate(requests() * 2)
+    # same seed, same batch (one call per adapter when merged, one mixed call when not): the fast
+    # loop draws generate's own tokens
+    ref = TransformersBackend(team, cfg, mixed_adapters=not merge, decode_segment=None).generate(requests() * 2)
     assert [o.completion_ids for o in outs[0]] == [o.completion_ids for o in ref]
 
 
@@ -98,7 +104,8 @@ def test_eos_stops_rows_and_ragged_batches(tiny_paths, static):
 
 def test_merged_weights_follow_an_update(tiny_paths):
     team = lora_team(tiny_paths["word"])
-    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=8, temperature=0), decode="fast")
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=8, temperature=0), decode="fast",
+                                  merge_adapters=True)  # fmt: skip
     reqs = [GenRequest("listener", chat(u, "listener")) for u in USERS]
     before = backend.generate(reqs)
     opt = torch.optim.SGD(team.trainable_parameters("listener").values(), lr=5.0)
@@ -135,7 +142,7 @@ def test_graph_runner_bookkeeping_eagerly(tiny_paths):
     from baselines.generation.fast_decode import DecodeOptions, decode
 
     team = lora_team(tiny_paths["bpe"])
-    backend = TransformersBackend(team, decode="fast")
+    backend = TransformersBackend(team, decode="fast", merge_adapters=True)
     graphs = DecodeGraphs(capture=False)
     cfg = GenerationConfig(max_new_tokens=9, temperature=0)
     for agent in AGENTS:  # two calls of one shape: the second reuses the runner (and its stale cache)

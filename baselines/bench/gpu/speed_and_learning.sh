@@ -10,7 +10,8 @@
 # Everything lands in $OUT as it appears (6 files): log.txt, gpu_generation.json, decode_profile.json,
 # gpu_learning.json (rewritten every 15 s while the runs train), curves_grpo.png, curves_magrpo.png.
 # Knobs (env): BUDGET seconds for the whole script (480), TURNS of helper/main (2), SEEDS ("0 1 2"),
-# STEPS cap (40; the time budget usually stops training first), EVAL episodes (33), RANDOM_WEIGHTS=1.
+# STEPS cap (40; the time budget usually stops training first), EVAL episodes (33), RANDOM_WEIGHTS=1
+# (speed check on random weights), SHAPE_DIR (config + tokenizer folder used when the preset fails).
 set -u
 OUT=${OUT:?set OUT to the folder that comes back}
 PY=${PYTHON:-python3}
@@ -42,9 +43,12 @@ else
          generation.max_new_tokens=192 steps=${STEPS:-40})
   EVAL=${EVAL:-33}; SPEED_T=170; PROFILE_T=60; EVAL_RESERVE=110
   nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader || true
+  SHAPE=(--model smollm2-135m-instruct --random-weights)
   # convert the preset once, before parallel processes could race on its cache
-  timeout 90 $PY -c "from baselines.models.presets import resolve_model as r; print(r('smollm2-135m-instruct'))" \
-    || { echo "preset unavailable: speed check on random weights (learning needs the real weights)"; MODEL+=(--random-weights); }
+  if ! timeout 90 $PY -c "from baselines.models.presets import resolve_model as r; print(r('smollm2-135m-instruct'))"; then
+    echo "preset unavailable: speed check on random weights from ${SHAPE_DIR:=.gpu/smollm2_shape} (no learning runs)"
+    SHAPE=(--model "$SHAPE_DIR" --random-weights); MODEL=("${SHAPE[@]}"); SEEDS=""
+  fi
 fi
 TRAIN+=(log.progress=false "env.kwargs={dataset: humaneval, max_turns: $TURNS, split: train}")
 
@@ -53,7 +57,7 @@ timeout $SPEED_T $PY -m baselines.bench.gpu_generation "${MODEL[@]}" "${DEV[@]}"
   --out "$OUT/gpu_generation.json" || echo "speed check: exit $? (figures written so far are in gpu_generation.json)"
 echo "== profile per decode step, $(left) s left"
 # random weights: no row stops early, so the difference of two lengths is the cost of the extra steps
-[ "${TINY:-0}" = 1 ] && PMODEL=() || PMODEL=(--model smollm2-135m-instruct --random-weights)
+[ "${TINY:-0}" = 1 ] && PMODEL=() || PMODEL=("${SHAPE[@]}")
 timeout $PROFILE_T $PY -m baselines.bench.decode_profile "${PMODEL[@]}" "${DEV[@]}" "${PROFILE[@]}" \
   --json "$OUT/decode_profile.json" 2>&1 | grep -v USDT || echo "profile: exit $?"
 
@@ -74,12 +78,11 @@ collect() {
   $PY -m baselines.bench.gpu_learning --scheme grpo "$WORK/grpo" --scheme magrpo "$WORK/magrpo" \
     --out "$OUT/gpu_learning.json"
 }
-while kill -0 "${pids[@]}" 2>/dev/null; do  # results into $OUT as they appear: a timeout still returns them
-  sleep 15; collect > /dev/null 2>&1
-  alive=0; for p in "${pids[@]}"; do kill -0 $p 2>/dev/null && alive=$((alive + 1)); done
+while :; do  # results into $OUT as they appear: a timeout still returns them
+  alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
   [ $alive -eq 0 ] && break
+  sleep 15; collect > /dev/null 2>&1
 done
-wait "${pids[@]}" 2>/dev/null
 for f in "$WORK"/*.log; do echo "-- $f"; grep -E "held-out|seed|Error|error" "$f" | grep -v Warning | tail -6; done
 echo "== (iii) collection, $(left) s left"
 collect
