@@ -16,8 +16,8 @@ real observations, both agents in the batch) with three engines:
    the log-prob recorder runs over the full vocabulary each step);
 3. ``backend fast``: ``decode="fast"``, the lean loop with its device defaults: on CUDA merged
    per-adapter sampling weights, the static cache and CUDA graphs (also shown without graphs); on a
-   CPU one peft call with per-row adapters and the dynamic cache (also shown with merged adapters,
-   one call per adapter, and with the static cache).
+   CPU the dynamic cache, merged adapters for a small model and one peft call with per-row adapters
+   for a large one (each also shown explicitly, and merged with the static cache).
 
 Each engine runs ``--steps`` and ``--steps // 2`` new tokens; the per-step figures are the
 difference divided by the extra steps, so the prompt prefill drops out. That needs rows that do not
@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> list[StepFigures]:
     if args.device.startswith("cuda"):
         engines.append(("backend fast, no CUDA graphs", backend_run(decode="fast", cuda_graphs=False)))
     else:
+        engines.append(("backend fast, peft per-row adapters", backend_run(decode="fast", merge_adapters=False)))
         engines.append(("backend fast, merged adapters", backend_run(decode="fast", merge_adapters=True)))
         engines.append(("backend fast, merged, static cache",
                         backend_run(decode="fast", merge_adapters=True, static_cache=True)))

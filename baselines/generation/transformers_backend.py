@@ -26,9 +26,9 @@ Two things keep a call cheap when a trainer samples G completions of each prompt
 (same sampling, same recorded log-probs, prefix sharing kept). On CUDA a LoRA team samples one call
 per adapter from plain merged weights (:mod:`baselines.generation.merged`, refreshed after every
 weight change; no mixed-adapter batch) with a static KV cache and the decode step captured as a
-CUDA graph (:mod:`baselines.generation.cuda_graphs`). On a CPU, where a step costs a read of the
-weights rather than kernel launches, the team stays one peft call with per-row adapters (merging
-would read every weight once per adapter).
+CUDA graph (:mod:`baselines.generation.cuda_graphs`). On a CPU the same for small models; a real
+model's step costs a read of its weights rather than operator dispatch, so its team stays one peft
+call with per-row adapters (merging would read every weight once per adapter).
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ from baselines.generation.merged import MergedAdapters, mergeable
 from baselines.generation.prefill import CACHE_KW, length_buckets, prefill_cache
 from baselines.generation.types import GenerationConfig, GenOutput, GenRequest
 from baselines.policies.team import PolicyKey, Team
+
+#: on a CPU, fast decoding merges LoRA adapters (one call per adapter) only for models with fewer
+#: parameters: a 0.1M-parameter tiny team decodes 1.3-1.4x faster merged, SmolLM2-135M 0.85x (every
+#: adapter's call reads all weights); see docs/benchmarks.md, GPU generation
+MERGE_ON_CPU_BELOW = 20_000_000
 
 
 class SampledLogprobs(LogitsProcessor):
@@ -106,7 +111,8 @@ class TransformersBackend:
             docstring).
         merge_adapters: fast decoding of a LoRA team samples from per-adapter merged weights, one
             call per adapter (False: through peft, one call with per-row adapters when
-            ``mixed_adapters``; None: merged on CUDA, peft on a CPU).
+            ``mixed_adapters``; None: merged on CUDA and for CPU models under
+            ``MERGE_ON_CPU_BELOW`` parameters, peft otherwise).
         static_cache: fast decoding with a pre-allocated static KV cache (None: on CUDA only).
         cuda_graphs: capture the static-cache decode step as a CUDA graph (None: on CUDA only;
             never on a CPU).
@@ -180,7 +186,7 @@ class TransformersBackend:
         groups: dict[PolicyKey, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
             key = self.team.policy_key(r.agent)
-            one_call = self.mixed_adapters and (self.decode == "generate" or not self._merging())
+            one_call = self.mixed_adapters and (self.decode == "generate" or not self._merging(key))
             groups[PolicyKey(key.model) if one_call else key].append(i)
         outputs: list[GenOutput | None] = [None] * len(requests)
         with torch.no_grad(), torch.random.fork_rng(devices=self._cuda_devices()):
@@ -271,13 +277,19 @@ class TransformersBackend:
             )
         return results
 
-    def _merging(self) -> bool:
-        """Whether fast decoding samples LoRA adapters from merged weights (by default: on CUDA)."""
-        return bool(self._cuda_devices()) if self.merge_adapters is None else self.merge_adapters
+    def _merging(self, key: PolicyKey) -> bool:
+        """Whether fast decoding samples ``key``'s LoRA adapters from merged weights: by default on CUDA,
+        and on a CPU for small models (where a step's cost is operator dispatch, not reading weights)."""
+        if self.merge_adapters is not None:
+            return self.merge_adapters
+        model = self.team.base_model(key)
+        if model.get_output_embeddings().weight.device.type == "cuda":
+            return True
+        return sum(p.numel() for p in model.parameters()) < MERGE_ON_CPU_BELOW
 
     def _sampling_model(self, model: torch.nn.Module, key: PolicyKey) -> torch.nn.Module:
         """``key``'s merged sampling model when it has a mergeable adapter (and merging is on), else ``model``."""
-        if key.adapter is None or not self._merging() or not mergeable(model):
+        if key.adapter is None or not self._merging(key) or not mergeable(model):
             return model
         merged = self._merged.get(key.model)
         if merged is None or merged.peft_model is not model:

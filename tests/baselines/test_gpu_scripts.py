@@ -47,6 +47,7 @@ def test_decode_profile_reports_every_engine(tmp_path, capsys):
     decode_profile.main(["--tasks", "2", "--group", "2", "--steps", "4", "--repeats", "1", "--json", str(path)])
     engines = json.loads(path.read_text())["engines"]
     assert [e["engine"] for e in engines] == ["plain generate (one adapter)", "backend generate (mixed adapters)",
-                                              "backend fast", "backend fast, merged adapters",
+                                              "backend fast", "backend fast, peft per-row adapters",
+                                              "backend fast, merged adapters",
                                               "backend fast, merged, static cache"]  # fmt: skip
     assert all(e["ops_per_step"] > 0 for e in engines)
