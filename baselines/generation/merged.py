@@ -63,6 +63,8 @@ class _Merged:
                 lin.weight.requires_grad_(False)
                 if inner.bias is not None:
                     lin.bias = inner.bias  # shared: LoRA does not change the bias
+                lin._forward_hooks = module._forward_hooks  # e.g. a vocabulary mask on an adapted output layer
+                lin._forward_pre_hooks = module._forward_pre_hooks
                 self.pairs.append((lin, module))
                 return lin.eval()
             if id(module) not in holders:
