@@ -154,6 +154,7 @@ class TransformersBackend:
         self.static_cache = static_cache
         self.cuda_graphs = cuda_graphs
         self._merged: dict[str, MergedAdapters] = {}
+        self._merge_default: dict[str, bool] = {}  # model slot -> merge by default (device, size)
         self._graphs = None
         self._calls = 0
 
@@ -282,10 +283,11 @@ class TransformersBackend:
         and on a CPU for small models (where a step's cost is operator dispatch, not reading weights)."""
         if self.merge_adapters is not None:
             return self.merge_adapters
-        model = self.team.base_model(key)
-        if model.get_output_embeddings().weight.device.type == "cuda":
-            return True
-        return sum(p.numel() for p in model.parameters()) < MERGE_ON_CPU_BELOW
+        if key.model not in self._merge_default:
+            model = self.team.base_model(key)
+            cuda = model.get_output_embeddings().weight.device.type == "cuda"
+            self._merge_default[key.model] = cuda or sum(p.numel() for p in model.parameters()) < MERGE_ON_CPU_BELOW
+        return self._merge_default[key.model]
 
     def _sampling_model(self, model: torch.nn.Module, key: PolicyKey) -> torch.nn.Module:
         """``key``'s merged sampling model when it has a mergeable adapter (and merging is on), else ``model``."""
