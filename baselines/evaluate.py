@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-kwargs", action="store_true", help="start from the registry's small test settings")
     p.add_argument("--batch-tasks", type=int, default=8, help="tasks played in lock-step per batch")
     p.add_argument("--max-batch-size", type=int, default=0, help="max sequences per generate call (0 = all)")
+    p.add_argument("--decode", default="fast", choices=["fast", "generate"],
+                   help="the backend's decoding: the lean loop (default) or model.generate")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
@@ -148,7 +150,8 @@ def evaluate_env(args: argparse.Namespace, env_name: str) -> Any:
     team = build_team(args, agents)
     gen = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
                            seed=args.seed)
-    backend = TransformersBackend(team, gen, max_batch_size=args.max_batch_size or None)
+    backend = TransformersBackend(team, gen, max_batch_size=args.max_batch_size or None,
+                                  decode=args.decode)
     with tqdm(total=args.episodes, desc=env_name, disable=args.no_progress, unit="task", file=sys.stderr) as bar:
         import torch
 

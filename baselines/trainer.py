@@ -131,7 +131,13 @@ class Trainer:
             adapters = Path(g.vllm_adapter_dir) if g.vllm_adapter_dir else self.run_dir / "vllm_adapters"
             return VLLMServerBackend(self.team, self.gen_config, url=g.vllm_server_url,
                                      adapter_dir=adapters / f"rank{self.dist.rank}", tag=f"r{self.dist.rank}")
-        return TransformersBackend(self.team, self.gen_config, max_batch_size=g.max_batch_size or None)
+        return TransformersBackend(self.team, self.gen_config, **self.backend_options())
+
+    def backend_options(self) -> dict:
+        """The transformers backend's options; with ``distributed.fsdp`` models decode through ``generate``
+        (the fast path's merged sampling weights would hold copies of sharded parameters)."""
+        options = self.config.generation.backend_options()
+        return {**options, "decode": "generate"} if self.config.distributed.fsdp else options
 
     # -------------------------------------------------------------------- one step
     def next_tasks(self) -> list[rollout.Task]:
@@ -188,7 +194,7 @@ class Trainer:
         rng = np.random.default_rng(seed)
         tasks = [rollout.Task(int(s)) for s in rng.integers(2**31 - 1, 2**32 - 1, size=n_episodes)]
         backend = TransformersBackend(self.team, dataclasses.replace(self.gen_config, seed=seed + self.dist.rank),
-                                      max_batch_size=self.config.generation.max_batch_size or None)
+                                      **self.backend_options())
         with torch.no_grad(), self.sharding.gathered():
             result = rollout.sample("episodes", self.pool, self.dist.shard(tasks), backend, group_size=1,
                                     max_steps=self.config.rollout.max_steps_per_episode)

@@ -7,7 +7,8 @@ For every seed: build the :class:`~baselines.trainer.Trainer` from the config (s
 the untrained team with :func:`baselines.evaluate_core.evaluate_team` on held-out tasks (the
 task's ``split="eval"`` problems when it has a split, held-out seeds always), train with
 ``Trainer.fit`` (its ``metrics.jsonl`` and ``curves.png`` land in the run folder), score again
-on the same tasks with the same sampling seed, and record why learning may stall: per step the
+on the same tasks with the same sampling seed (``--train-seconds``: a wall-clock budget of the
+training, which then stops after the step that passes it and is still evaluated), and record why learning may stall: per step the
 fraction of sample groups whose rewards are all equal (zero advantage), and the KL, clip
 fraction, entropy and response length the trainer logs, and how far the run moved each
 agent's policy from its start (:mod:`.policy_drift`: KL per token on the last step's
@@ -62,6 +63,16 @@ class _DiagnosedTrainer(Trainer):
 
     zero_var: list[float]
     last_table: Any = None
+    #: stop training after the step that ends past this many seconds from the first (None: no limit)
+    train_seconds: float | None = None
+    _started: float | None = None
+
+    def train_step(self):  # type: ignore[override]
+        self._started = self._started or time.perf_counter()
+        metrics = super().train_step()
+        if self.train_seconds is not None and time.perf_counter() - self._started > self.train_seconds:
+            self.config.steps = self.step  # fit's loop ends here; the after-evaluation still runs
+        return metrics
 
     def collect(self, tasks):  # type: ignore[override]
         result = super().collect(tasks)
@@ -75,7 +86,8 @@ def heldout_score(trainer: Trainer, episodes: int, seed: int) -> dict[str, Any]:
     cfg = trainer.config
     kwargs = {k: v for k, v in cfg.env.kwargs.items() if k != "split"}
     kwargs = held_out_kwargs(cfg.env.name, kwargs, "eval")
-    backend = TransformersBackend(trainer.team, dataclasses.replace(trainer.gen_config, seed=seed))
+    backend = TransformersBackend(trainer.team, dataclasses.replace(trainer.gen_config, seed=seed),
+                                  **trainer.backend_options())
     with torch.no_grad():
         report = evaluate_team(backend, cfg.env.name, kwargs, episodes=episodes, samples=1, seed=seed)
     return {"mean_return": report.mean_return, "ci95": report.ci95, "pass": report.pass_at_k,
@@ -84,10 +96,11 @@ def heldout_score(trainer: Trainer, episodes: int, seed: int) -> dict[str, Any]:
 
 
 def run_seed(config_path: str, overrides: list[str], seed: int, out: Path, eval_episodes: int,
-             eval_seed: int) -> dict[str, Any]:
+             eval_seed: int, train_seconds: float | None = None) -> dict[str, Any]:
     config = load_config(config_path, [*overrides, f"seed={seed}"])
     trainer = _DiagnosedTrainer(config, out / f"seed{seed}")
     trainer.zero_var = []
+    trainer.train_seconds = train_seconds
     before = heldout_score(trainer, eval_episodes, eval_seed)
     print(f"seed {seed}: held-out before {before['mean_return']:.3f}", flush=True)
     start_weights = snapshot(trainer.team)
@@ -185,6 +198,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--eval-seed", type=int, default=12_345)
     ap.add_argument("--out", default="runs/heldout")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
+    ap.add_argument("--train-seconds", type=float, default=None,
+                    help="time budget of each seed's training: stop after the step that passes it (then evaluate)")
     ap.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = ap.parse_args(argv)
     if (args.config is None) == (args.combine is None):
@@ -200,7 +215,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             torch.set_num_threads(args.threads)
         results = []
         for seed in args.seeds:
-            results.append(run_seed(args.config, args.overrides, seed, out, args.eval_episodes, args.eval_seed))
+            results.append(run_seed(args.config, args.overrides, seed, out, args.eval_episodes, args.eval_seed,
+                                    args.train_seconds))
             _save(results, out, name)
     print("\n".join(summary_lines(name, results)), flush=True)
     return results

@@ -32,7 +32,11 @@ segment length (0: one ``generate`` call per batch). ``--model`` (a preset such 
 built one; with ``--random-weights`` it keeps that model's config, tokenizer and chat template
 and draws new weights (for a GPU where the real weights cannot travel: same speed per token, but
 every row runs to ``--max-new-tokens``). ``--no-share-prompts`` turns the backend's prefix
-sharing off (to measure what it buys).
+sharing off (to measure what it buys). ``--decode`` picks the backend's decoding: ``generate``
+(``model.generate``), ``fast`` (the lean loop: :mod:`baselines.generation.fast_decode`) or ``both``
+(the two timed back to back in every round, each seeded alike; the ratio fast / generate is the
+before/after of the fast path in one run); ``--static-cache`` / ``--no-cuda-graphs`` override the
+fast path's CUDA defaults.
 """
 
 from __future__ import annotations
@@ -78,6 +82,11 @@ class BenchConfig:
     decode_segment: int | None = 32
     #: untimed rounds of the backend and plain generate at full length before the timed ones
     warmup_rounds: int = 0
+    #: the backend's decoding: "generate", "fast" or "both" (both timed, ratio fast / generate)
+    decode: str = "generate"
+    #: fast path: static KV cache and CUDA graphs (None: the backend's defaults, on CUDA only)
+    static_cache: bool | None = None
+    cuda_graphs: bool | None = None
 
 
 @dataclass
@@ -196,7 +205,8 @@ def one_at_a_time(
 
 
 def run(cfg: BenchConfig) -> dict[str, float]:
-    """Run the benchmark; returns the median ratios ``vs_plain`` and ``vs_sequential``."""
+    """Run the benchmark; returns the median ratios ``vs_plain`` and ``vs_sequential`` (and with
+    ``decode="both"`` ``fast_vs_generate`` and both tokens/s)."""
     if cfg.threads and cfg.device == "cpu":
         torch.set_num_threads(cfg.threads)  # shared CPUs: oversubscribed threads make timings noise
     distinct, agents = env_requests(cfg.envs, cfg.tasks, cfg.seed)
@@ -208,8 +218,16 @@ def run(cfg: BenchConfig) -> dict[str, float]:
             TeamConfig(mode=cfg.mode, model=path, dtype=cfg.dtype, device=cfg.device), agents
         )
     gen = GenerationConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed)
-    backend = TransformersBackend(team, gen, max_padding=cfg.max_padding, share_prompts=cfg.share_prompts,
-                                  decode_segment=cfg.decode_segment)  # fmt: skip
+    if cfg.decode not in ("generate", "fast", "both"):
+        raise ValueError(f"decode must be 'generate', 'fast' or 'both', got {cfg.decode!r}")
+
+    def make(decode: str) -> TransformersBackend:
+        return TransformersBackend(team, gen, max_padding=cfg.max_padding, share_prompts=cfg.share_prompts,
+                                   decode_segment=cfg.decode_segment, decode=decode,
+                                   static_cache=cfg.static_cache, cuda_graphs=cfg.cuda_graphs)  # fmt: skip
+
+    backend = make("fast" if cfg.decode == "fast" else "generate")
+    fast = make("fast") if cfg.decode == "both" else None
     prompts = [backend.prompt_ids(r) for r in requests]
     lens = [len(backend.prompt_ids(r)) for r in distinct]
     n_params = sum(p.numel() for p in team.model(agents[0]).parameters())
@@ -230,26 +248,39 @@ def run(cfg: BenchConfig) -> dict[str, float]:
     )
     # warm-up on the whole batch (a few tokens): the first large call also grows the allocator's pools
     backend.generate(requests, GenerationConfig(max_new_tokens=2, seed=cfg.seed))
+    if fast is not None:
+        fast.generate(requests, GenerationConfig(max_new_tokens=2, seed=cfg.seed))
+
     def backend_then_plain() -> tuple[Figures, Figures]:
         call = backend._calls  # plain generate draws with the seed of the backend's call: the same tokens
         b = timed_backend(backend, requests, cfg.device)
+        if fast is not None:
+            fast_figures.append(timed_backend(fast, requests, cfg.device))
         return b, plain_generate(team, prompts, requests[0].agent, gen, cfg.seed + call, cfg.device)
 
+    fast_figures: list[Figures] = []
+    backend_rates: list[float] = []
     for _ in range(cfg.warmup_rounds):  # a GPU's first full-length calls pick kernels and grow the pools
         backend_then_plain()
     every = -(-len(requests) // cfg.sequential_requests) if cfg.sequential_requests else 1
     seq = list(range(0, len(requests), every))  # evenly spread, so prompt lengths are representative
-    vs_plain, vs_seq = [], []
+    vs_plain, vs_seq, vs_generate = [], [], []
     for rnd in range(cfg.rounds):
         b, p = backend_then_plain()
+        backend_rates.append(b.rate)
         s = one_at_a_time(team, [prompts[i] for i in seq], [requests[i].agent for i in seq], gen,
                           cfg.seed + 1000 * (rnd + 1), cfg.device)  # fmt: skip
         vs_plain.append(b.rate / p.rate)
         vs_seq.append(b.rate / s.rate)
         print(f"round {rnd + 1}:")
         print(
-            f"  trainer backend (one generate call): {b.tokens} tokens in {b.seconds:.2f} s = {b.rate:,.1f} tokens/s"
+            f"  trainer backend (decode={backend.decode}): {b.tokens} tokens in {b.seconds:.2f} s = {b.rate:,.1f} tokens/s"
         )
+        if fast is not None:
+            f = fast_figures[-1]
+            vs_generate.append(f.rate / b.rate)
+            print(f"  trainer backend (decode=fast): {f.tokens} tokens in {f.seconds:.2f} s = {f.rate:,.1f} tokens/s"
+                  f" = {vs_generate[-1]:.2f}x decode=generate")  # fmt: skip
         print(
             f"  plain model.generate, same batch:    {p.tokens} tokens in {p.seconds:.2f} s = {p.rate:,.1f} tokens/s"
         )
@@ -258,6 +289,11 @@ def run(cfg: BenchConfig) -> dict[str, float]:
         )
         print(f"  backend / plain {vs_plain[-1]:.2f}x; backend / one-at-a-time {vs_seq[-1]:.2f}x")
     result = {"vs_plain": statistics.median(vs_plain), "vs_sequential": statistics.median(vs_seq)}
+    if vs_generate:
+        result["fast_vs_generate"] = statistics.median(vs_generate)
+        result["fast_tokens_per_s"] = statistics.median(f.rate for f in fast_figures[-cfg.rounds :])
+        result["generate_tokens_per_s"] = rates[len(rates) // 2] if (rates := sorted(backend_rates)) else 0.0
+        print(f"fast / generate decoding: {result['fast_vs_generate']:.2f}x (median of {cfg.rounds} round(s))")
     print(f"trainer backend / plain generate: {result['vs_plain']:.2f}x (median of {cfg.rounds} round(s))")
     print(
         f"speedup batched / one-at-a-time: {result['vs_sequential']:.2f}x (median of {cfg.rounds} round(s))"
@@ -288,6 +324,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=1, help="repeat the three measurements, interleaved")
     p.add_argument("--warmup-rounds", type=int, default=0, help="untimed full-length rounds first (GPU)")
     p.add_argument("--decode-segment", type=int, default=32, help="the backend's decode_segment (0: one call)")
+    p.add_argument("--decode", default="generate", choices=["generate", "fast", "both"],
+                   help="the backend's decoding; both: generate and fast timed back to back each round")
+    p.add_argument("--static-cache", action="store_true", default=None, help="fast path: static KV cache on CPU too")
+    p.add_argument("--no-cuda-graphs", action="store_true", help="fast path: no CUDA graph capture on CUDA")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
     p.add_argument("--model", help="real model: preset (smollm2-135m-instruct), local folder or hub id")
     p.add_argument(
@@ -302,6 +342,7 @@ def main(argv: list[str] | None = None) -> None:
         sequential_requests=a.sequential_requests, seed=a.seed, threads=a.threads, max_padding=a.max_padding,
         share_prompts=not a.no_share_prompts, rounds=a.rounds, model=a.model,
         random_weights=a.random_weights, decode_segment=a.decode_segment or None, warmup_rounds=a.warmup_rounds,
+        decode=a.decode, static_cache=a.static_cache, cuda_graphs=False if a.no_cuda_graphs else None,
     ))  # fmt: skip
 
 

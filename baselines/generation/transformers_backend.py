@@ -21,6 +21,14 @@ Two things keep a call cheap when a trainer samples G completions of each prompt
   current step's ``log_softmax(logits / temperature)`` and gathers the previous step's sampled
   token from it, instead of keeping every step's full-vocabulary logits (``output_logits``:
   rows x steps x vocabulary floats, 1.6 GB for 32 rows x 256 tokens x 49k vocabulary).
+
+``decode="fast"`` replaces ``generate`` by the lean loop of :mod:`baselines.generation.fast_decode`
+(same sampling, same recorded log-probs, prefix sharing kept). On CUDA a LoRA team samples one call
+per adapter from plain merged weights (:mod:`baselines.generation.merged`, refreshed after every
+weight change; no mixed-adapter batch) with a static KV cache and the decode step captured as a
+CUDA graph (:mod:`baselines.generation.cuda_graphs`). On a CPU the same for small models; a real
+model's step costs a read of its weights rather than operator dispatch, so its team stays one peft
+call with per-row adapters (merging would read every weight once per adapter).
 """
 
 from __future__ import annotations
@@ -32,9 +40,16 @@ import torch
 from transformers import GenerationConfig as HFGenerationConfig
 from transformers import LogitsProcessor, LogitsProcessorList
 
+from baselines.generation.fast_decode import DecodeOptions, decode
+from baselines.generation.merged import MergedAdapters, mergeable
 from baselines.generation.prefill import CACHE_KW, length_buckets, prefill_cache
 from baselines.generation.types import GenerationConfig, GenOutput, GenRequest
 from baselines.policies.team import PolicyKey, Team
+
+#: on a CPU, fast decoding merges LoRA adapters (one call per adapter) only for models with fewer
+#: parameters: a 0.1M-parameter tiny team decodes 1.3-1.4x faster merged, SmolLM2-135M 0.85x (every
+#: adapter's call reads all weights); see docs/benchmarks.md, GPU generation
+MERGE_ON_CPU_BELOW = 20_000_000
 
 
 class SampledLogprobs(LogitsProcessor):
@@ -90,7 +105,17 @@ class TransformersBackend:
         prefill_padding: prefill the distinct prompts of a call in length buckets whose padded
             size stays within this factor of the real size (None: one padded prefill).
         decode_segment: decode in ``generate`` calls of this many tokens, dropping the rows that
-            stopped between them (None: one call up to ``max_new_tokens``).
+            stopped between them (None: one call up to ``max_new_tokens``); with ``decode="fast"``
+            the dynamic cache's row-dropping period.
+        decode: ``"generate"`` (``model.generate``) or ``"fast"`` (the lean loop; see the module
+            docstring).
+        merge_adapters: fast decoding of a LoRA team samples from per-adapter merged weights, one
+            call per adapter (False: through peft, one call with per-row adapters when
+            ``mixed_adapters``; None: merged on CUDA and for CPU models under
+            ``MERGE_ON_CPU_BELOW`` parameters, peft otherwise).
+        static_cache: fast decoding with a pre-allocated static KV cache (None: on CUDA only).
+        cuda_graphs: capture the static-cache decode step as a CUDA graph (None: on CUDA only;
+            never on a CPU).
     """
 
     def __init__(
@@ -104,7 +129,13 @@ class TransformersBackend:
         share_prompts: bool = True,
         prefill_padding: float | None = 1.25,
         decode_segment: int | None = 32,
+        decode: str = "generate",
+        merge_adapters: bool | None = None,
+        static_cache: bool | None = None,
+        cuda_graphs: bool | None = None,
     ):
+        if decode not in ("generate", "fast"):
+            raise ValueError(f"decode must be 'generate' or 'fast', got {decode!r}")
         for name, factor in (("max_padding", max_padding), ("prefill_padding", prefill_padding)):
             if factor is not None and factor < 1:
                 raise ValueError(f"{name} must be >= 1, got {factor}")
@@ -118,10 +149,20 @@ class TransformersBackend:
         if decode_segment is not None and decode_segment < 1:
             raise ValueError(f"decode_segment must be >= 1, got {decode_segment}")
         self.decode_segment = decode_segment
+        self.decode = decode
+        self.merge_adapters = merge_adapters
+        self.static_cache = static_cache
+        self.cuda_graphs = cuda_graphs
+        self._merged: dict[str, MergedAdapters] = {}
+        self._merge_default: dict[str, bool] = {}  # model slot -> merge by default (device, size)
+        self._graphs = None
         self._calls = 0
 
     def sync_weights(self) -> None:
-        """Nothing to do: generation uses the training weights themselves."""
+        """Generation reads the training weights themselves; merged sampling weights are marked for a
+        re-merge (they also refresh on their own when a weight's version counter moved)."""
+        for merged in self._merged.values():
+            merged.invalidate()
 
     def prompt_ids(self, request: GenRequest) -> list[int]:
         if request.prompt_ids is not None:
@@ -146,7 +187,8 @@ class TransformersBackend:
         groups: dict[PolicyKey, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
             key = self.team.policy_key(r.agent)
-            groups[PolicyKey(key.model) if self.mixed_adapters else key].append(i)
+            one_call = self.mixed_adapters and (self.decode == "generate" or not self._merging(key))
+            groups[PolicyKey(key.model) if one_call else key].append(i)
         outputs: list[GenOutput | None] = [None] * len(requests)
         with torch.no_grad(), torch.random.fork_rng(devices=self._cuda_devices()):
             if config.seed is not None:
@@ -212,12 +254,15 @@ class TransformersBackend:
             return_dict_in_generate=True,
         )
         with self.team.generating(agent) as model:
-            cache = prefill_cache(
-                model, ids, mask, adapters, device, share=self.share_prompts, max_padding=self.prefill_padding
-            )
-            completions, logps, stopped = self._decode(
-                model, ids, mask, cache, extra, config, hf_config, device
-            )
+            if self.decode == "fast":
+                completions, logps, stopped = self._fast(model, keys, ids, mask, config, eos_ids, pad_id, device)
+            else:
+                cache = prefill_cache(
+                    model, ids, mask, adapters, device, share=self.share_prompts, max_padding=self.prefill_padding
+                )
+                completions, logps, stopped = self._decode(
+                    model, ids, mask, cache, extra, config, hf_config, device
+                )
         results = []
         for i, a in enumerate(agents):
             results.append(
@@ -232,6 +277,47 @@ class TransformersBackend:
                 )
             )
         return results
+
+    def _merging(self, key: PolicyKey) -> bool:
+        """Whether fast decoding samples ``key``'s LoRA adapters from merged weights: by default on CUDA,
+        and on a CPU for small models (where a step's cost is operator dispatch, not reading weights)."""
+        if self.merge_adapters is not None:
+            return self.merge_adapters
+        if key.model not in self._merge_default:
+            model = self.team.base_model(key)
+            cuda = model.get_output_embeddings().weight.device.type == "cuda"
+            self._merge_default[key.model] = cuda or sum(p.numel() for p in model.parameters()) < MERGE_ON_CPU_BELOW
+        return self._merge_default[key.model]
+
+    def _sampling_model(self, model: torch.nn.Module, key: PolicyKey) -> torch.nn.Module:
+        """``key``'s merged sampling model when it has a mergeable adapter (and merging is on), else ``model``."""
+        if key.adapter is None or not self._merging(key) or not mergeable(model):
+            return model
+        merged = self._merged.get(key.model)
+        if merged is None or merged.peft_model is not model:
+            merged = self._merged[key.model] = MergedAdapters(model)
+        return merged.model(key.adapter)
+
+    def _fast(
+        self, model: torch.nn.Module, keys: list[PolicyKey], ids: torch.Tensor, mask: torch.Tensor,
+        config: GenerationConfig, eos_ids: list[int], pad_id: int, device: torch.device,
+    ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
+        """The lean decode loop: one adapter's merged sampling model, or the (peft) model with per-row adapters."""
+        adapters = [k.adapter for k in keys]
+        if len(set(adapters)) == 1:
+            model = self._sampling_model(model, keys[0])
+        cuda = device.type == "cuda"
+        static = cuda if self.static_cache is None else self.static_cache
+        graphs = cuda if self.cuda_graphs is None else (self.cuda_graphs and cuda)
+        if graphs and static and self._graphs is None:
+            from baselines.generation.cuda_graphs import DecodeGraphs
+
+            self._graphs = DecodeGraphs()
+        opts = DecodeOptions(static_cache=static, share_prompts=self.share_prompts,
+                             prefill_padding=self.prefill_padding, segment=self.decode_segment or 32)  # fmt: skip
+        out = decode(model, ids, mask, config, eos_ids, pad_id, device, opts,
+                     self._graphs if graphs and static else None, adapters=adapters)  # fmt: skip
+        return out.completions, out.logprobs, out.stopped
 
     def _decode(
         self,

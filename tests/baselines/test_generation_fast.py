@@ -1,0 +1,160 @@
+"""The fast decode path (``TransformersBackend(decode="fast")``) against plain ``model.generate``.
+
+Tolerance of the recorded log-probs: 1e-4 absolute (float32 tiny models; the same bound as the
+``generate`` path's test), against a teacher-forced recompute through the peft model (unmerged
+adapters)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from baselines.generation import GenerationConfig, GenRequest, TransformersBackend
+from baselines.policies import Team, TeamConfig
+from tests.baselines.conftest import chat
+from tests.baselines.generation_helpers import (
+    AGENTS,
+    USERS,
+    assert_logprobs_recomputed,
+    requests,
+    team_taught_to_stop,
+)
+
+
+def lora_team(path: str) -> Team:
+    """A LoRA team whose two agents have different, random, non-zero adapters (A and B drawn)."""
+    team = Team.from_config(TeamConfig(mode="lora", model=path), AGENTS)
+    with torch.no_grad():
+        for agent, std in (("speaker", 0.2), ("listener", 0.4)):
+            for n, p in team.trainable_parameters(agent).items():
+                p.normal_(0, std if "lora_B" in n else 0.3)
+    return team
+
+
+def plain_greedy(team: Team, agent: str, prompt: list[int], n: int) -> list[int]:
+    """``model.generate`` of one prompt alone through peft with ``agent``'s adapter, cut after EOS."""
+    eos = team.eos_token_ids(agent)
+    with torch.no_grad(), team.generating(agent) as model:
+        out = model.generate(input_ids=torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                             max_new_tokens=n, do_sample=False, eos_token_id=eos,
+                             pad_token_id=team.tokenizer(agent).pad_token_id)  # fmt: skip
+    row = out[0, len(prompt) :].tolist()
+    stop = next((j for j, t in enumerate(row) if t in eos), None)
+    return row if stop is None else row[: stop + 1]
+
+
+# (static cache, merged adapters): one peft call with per-row adapters (a real model's CPU default),
+# merged (a tiny model's CPU default), and the CUDA default's merged static-cache path
+SETTINGS = [(False, False), (False, None), (True, True)]
+
+
+@pytest.mark.parametrize(("static", "merge"), SETTINGS)
+@pytest.mark.parametrize("model", ["word", "bpe"])
+def test_greedy_equals_plain_generate_with_two_adapters(tiny_paths, model, static, merge):
+    team = lora_team(tiny_paths[model])
+    fast = TransformersBackend(team, GenerationConfig(max_new_tokens=10, temperature=0), decode="fast",
+                               static_cache=static, merge_adapters=merge)  # fmt: skip
+    reqs = requests() * 2  # ragged prompts, both agents, repeated prompts (prefix sharing)
+    outs = fast.generate(reqs)
+    for r, o in zip(reqs, outs):
+        assert o.completion_ids == plain_greedy(team, r.agent, o.prompt_ids, 10)
+    assert_logprobs_recomputed(team, outs, 1.0)
+    # the two adapters really differ: the listener's rows decoded as the speaker give other tokens
+    as_speaker = fast.generate([GenRequest("speaker", r.messages) for r in reqs])
+    assert any(a.completion_ids != b.completion_ids for a, b, r in zip(outs, as_speaker, reqs) if r.agent == "listener")
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_sampled_logprobs_match_recompute_and_seed_reproduces(tiny_paths, merge):
+    team = lora_team(tiny_paths["windowed"])  # sliding window: the dynamic cache serves it
+    cfg = GenerationConfig(max_new_tokens=12, temperature=0.8, seed=3)
+    outs = [TransformersBackend(team, cfg, decode="fast", merge_adapters=merge).generate(requests() * 2)
+            for _ in range(2)]  # fmt: skip
+    assert [o.completion_ids for o in outs[0]] == [o.completion_ids for o in outs[1]]
+    assert [o.logprobs for o in outs[0]] == [o.logprobs for o in outs[1]]
+    assert_logprobs_recomputed(team, outs[0], 0.8)
+    # same seed, same batch (one call per adapter when merged, one mixed call when not): the fast
+    # loop draws generate's own tokens
+    ref = TransformersBackend(team, cfg, mixed_adapters=not merge, decode_segment=None).generate(requests() * 2)
+    assert [o.completion_ids for o in outs[0]] == [o.completion_ids for o in ref]
+
+
+def test_top_k_top_p_sampling_is_generates(tiny_paths):
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
+    cfg = GenerationConfig(max_new_tokens=8, temperature=1.3, top_k=20, top_p=0.9, seed=1)
+    fast = TransformersBackend(team, cfg, decode="fast").generate(requests())
+    ref = TransformersBackend(team, cfg, decode_segment=None).generate(requests())
+    assert [o.completion_ids for o in fast] == [o.completion_ids for o in ref]
+    assert_logprobs_recomputed(team, fast, 1.3)
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_eos_stops_rows_and_ragged_batches(tiny_paths, static):
+    team, prompts, cat = team_taught_to_stop(tiny_paths["word"])
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=8, temperature=0), decode="fast",
+                                  static_cache=static, decode_segment=2)  # fmt: skip
+    one_token = GenRequest("speaker", prompt_ids=[prompts[1][-1]])  # a one-token prompt beside long ones
+    outs = backend.generate([GenRequest("speaker", prompt_ids=prompts[0]), GenRequest("speaker", prompt_ids=prompts[1]),
+                             one_token])  # fmt: skip
+    assert outs[0].completion_ids == cat and outs[0].finish_reason == "stop"
+    assert len(outs[1].completion_ids) == 8 and outs[1].finish_reason == "length"
+    assert outs[2].completion_ids == plain_greedy(team, "speaker", [prompts[1][-1]], 8)
+    assert_logprobs_recomputed(team, outs, 1.0)
+
+
+def test_merged_weights_follow_an_update(tiny_paths):
+    team = lora_team(tiny_paths["word"])
+    backend = TransformersBackend(team, GenerationConfig(max_new_tokens=8, temperature=0), decode="fast",
+                                  merge_adapters=True)  # fmt: skip
+    reqs = [GenRequest("listener", chat(u, "listener")) for u in USERS]
+    before = backend.generate(reqs)
+    opt = torch.optim.SGD(team.trainable_parameters("listener").values(), lr=5.0)
+    logps, _ = team.sequence_logprobs("listener", [o.prompt_ids for o in before], [o.completion_ids for o in before])
+    opt.zero_grad()
+    sum(lp.sum() for lp in logps).backward()  # push the greedy answers down: they must change
+    opt.step()
+    after = backend.generate(reqs)
+    assert [o.completion_ids for o in after] != [o.completion_ids for o in before]
+    for o in after:  # and the new answers are the updated policy's own
+        assert o.completion_ids == plain_greedy(team, "listener", o.prompt_ids, 8)
+    assert_logprobs_recomputed(team, after, 1.0)
+    merged = backend._merged[team.policy_key("listener").model]
+    merges = merged.merges
+    backend.generate(reqs)
+    assert merged.merges == merges  # no weight changed: no re-merge
+    backend.sync_weights()
+    backend.generate(reqs)
+    assert merged.merges == merges + 1  # sync_weights forces one
+
+
+def test_fast_is_the_trainer_default_and_validated():
+    from baselines.config_sections import GenerationSettings
+
+    assert GenerationSettings().backend_options()["decode"] == "fast"
+    with pytest.raises(ValueError, match="decode must be"):
+        TransformersBackend(None, decode="vllm")  # type: ignore[arg-type]
+
+
+def test_graph_runner_bookkeeping_eagerly(tiny_paths):
+    """The CUDA-graph runner's static buffers and cache positions, run eagerly on the CPU (capture=False):
+    the same greedy tokens as plain generate, the runner reused across calls of one shape."""
+    from baselines.generation.cuda_graphs import DecodeGraphs
+    from baselines.generation.fast_decode import DecodeOptions, decode
+
+    team = lora_team(tiny_paths["bpe"])
+    backend = TransformersBackend(team, decode="fast", merge_adapters=True)
+    graphs = DecodeGraphs(capture=False)
+    cfg = GenerationConfig(max_new_tokens=9, temperature=0)
+    for agent in AGENTS:  # two calls of one shape: the second reuses the runner (and its stale cache)
+        prompts = [team.encode_prompt(agent, chat(u, agent)) for u in USERS]
+        width = max(len(p) for p in prompts)
+        pad = team.tokenizer(agent).pad_token_id
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        with torch.no_grad(), team.generating(agent) as model:
+            sampler = backend._sampling_model(model, team.policy_key(agent))
+            out = decode(sampler, ids, mask, cfg, team.eos_token_ids(agent), pad, torch.device("cpu"),
+                         DecodeOptions(static_cache=True), graphs)  # fmt: skip
+        for p, c in zip(prompts, out.completions):
+            assert c == plain_greedy(team, agent, p, 9)
+    assert graphs.captures == 2  # one runner per adapter's model (same shape)

@@ -1,0 +1,53 @@
+"""The GPU window's helpers on the CPU: the time budget of ``heldout_training``, the learning collector,
+and the per-step decode profile (tiny model, a few tokens: smoke runs, not timings)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from baselines.bench import decode_profile, gpu_learning, heldout_training
+
+CONFIG = "baselines/configs/signal_game.yaml"
+
+
+def test_train_seconds_stops_after_the_step_that_passes_it_and_still_evaluates(tmp_path):
+    results = heldout_training.main(["--config", CONFIG, "--seeds", "0", "--eval-episodes", "2", "--out", str(tmp_path),
+                                     "--train-seconds", "0", "steps=5", "rollout.tasks_per_step=2",
+                                     "rollout.group_size=2", "log.tensorboard=false"])  # fmt: skip
+    assert results[0]["steps"] == 1 and len(results[0]["train_rewards"]) == 1
+    assert 0.0 <= results[0]["after"]["mean_return"] <= 1.0
+
+
+def _seed(seed: int, before: float, after: float) -> dict:
+    return {"seed": seed, "before": {"mean_return": before}, "after": {"mean_return": after}, "steps": 3}
+
+
+def test_collector_lists_seeds_per_scheme_and_applies_the_two_std_rule(tmp_path, capsys):
+    for scheme, seeds in {"grpo": [(0, 0.1, 0.3), (1, 0.2, 0.41), (2, 0.1, 0.32)],
+                          "magrpo": [(0, 0.1, 0.3), (1, 0.2, 0.1), (2, 0.1, 0.2)]}.items():  # fmt: skip
+        for s, b, a in seeds:
+            folder = tmp_path / scheme / f"seed{s}" / "cfg"
+            folder.mkdir(parents=True)
+            (folder / "results.json").write_text(json.dumps([_seed(s, b, a)]))
+    out = tmp_path / "gpu_learning.json"
+    verdicts = gpu_learning.main(["--scheme", "grpo", str(tmp_path / "grpo"), "--scheme", "magrpo",
+                                  str(tmp_path / "magrpo"), "--out", str(out)])  # fmt: skip
+    table = json.loads(out.read_text())
+    assert set(table) == {"grpo", "magrpo"} and [r["seed"] for r in table["grpo"]] == [0, 1, 2]
+    assert math.isclose(verdicts["grpo"]["change"], (0.2 + 0.21 + 0.22) / 3)
+    assert verdicts["grpo"]["learned"]  # +0.21 +- 0.01: well above 2 std
+    assert not verdicts["magrpo"]["learned"]  # +0.2, -0.1, +0.1: the spread swallows it
+    assert "grpo, 3 seed(s)" in capsys.readouterr().out
+    assert gpu_learning.verdict([_seed(0, 0.0, 1.0)])["learned"] is False  # one seed never counts
+
+
+def test_decode_profile_reports_every_engine(tmp_path, capsys):
+    path = tmp_path / "profile.json"
+    decode_profile.main(["--tasks", "2", "--group", "2", "--steps", "4", "--repeats", "1", "--json", str(path)])
+    engines = json.loads(path.read_text())["engines"]
+    assert [e["engine"] for e in engines] == ["plain generate (one adapter)", "backend generate (mixed adapters)",
+                                              "backend fast", "backend fast, peft per-row adapters",
+                                              "backend fast, merged adapters",
+                                              "backend fast, merged, static cache"]  # fmt: skip
+    assert all(e["ops_per_step"] > 0 for e in engines)
