@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import math
 
-from baselines.bench import decode_profile, gpu_learning, heldout_training
+from baselines.bench import decode_profile
+from baselines.experiments import gpu_learning, heldout_training
 
 CONFIG = "baselines/configs/signal_game.yaml"
 

@@ -1,4 +1,4 @@
-"""``baselines.bench.heldout_training``: seeds trained in separate runs, then merged with ``--combine``."""
+"""``baselines.experiments.heldout_training``: seeds trained in separate runs, then merged with ``--combine``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from baselines.bench import heldout_training
+from baselines.experiments import heldout_training
 
 CONFIG = "baselines/configs/signal_game.yaml"
 FAST = ["steps=2", "rollout.tasks_per_step=4", "rollout.group_size=4", "log.tensorboard=false"]

@@ -1,12 +1,12 @@
-"""``baselines.bench.policy_drift``: how far a run moved each agent's policy from its start."""
+"""``baselines.experiments.policy_drift``: how far a run moved each agent's policy from its start."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from baselines.bench.policy_drift import drift, snapshot, summarize
 from baselines.config import TrainConfig
+from baselines.experiments.policy_drift import drift, snapshot, summarize
 from baselines.trainer import Trainer
 
 
@@ -57,7 +57,7 @@ def test_training_moves_every_agent_and_drift_leaves_the_trained_weights(tmp_pat
 
 
 def test_a_saved_run_is_measured_from_its_rebuilt_start(tmp_path, capsys):
-    from baselines.bench import policy_drift
+    from baselines.experiments import policy_drift
 
     trainer = _trainer(tmp_path / "run", "separate")
     start = snapshot(trainer.team)

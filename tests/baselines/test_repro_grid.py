@@ -1,4 +1,4 @@
-"""The AT-GRPO vs GRPO vs MAGRPO experiment on multi-turn Plan-Path (baselines.bench.repro_at_grpo_grid).
+"""The AT-GRPO vs GRPO vs MAGRPO experiment on multi-turn Plan-Path (baselines.experiments.repro_at_grpo_grid).
 
 One optimizer step per scheme (tiny model, few test puzzles): the command runs end to end, each
 scheme's rollout generates what its sampling mode must generate for 8 tasks x group 4 over 4
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.bench import repro_at_grpo_grid as grid_exp
-from baselines.bench.experiments import load_runs
+from baselines.experiments import repro_at_grpo_grid as grid_exp
+from baselines.experiments.common import load_runs
 
 TASKS, GROUP, TURNS = 8, 4, grid_exp.GRID_KWARGS["max_turns"]
 

@@ -7,8 +7,8 @@ import numpy as np
 
 import llm_marl_envs
 from baselines.advantages import magrpo_returns
-from baselines.bench import repro_magrpo_code as exp
-from baselines.bench.repro_menu import MenuBackend, MenuPolicy
+from baselines.experiments import repro_magrpo_code as exp
+from baselines.experiments.repro_menu import MenuBackend, MenuPolicy
 from baselines.rollout import EnvPool, Task, sample
 from llm_marl_envs.data.humaneval import load_humaneval
 

@@ -106,8 +106,8 @@ def test_at_grpo_alpha_mix_is_cancelled_in_every_coder_tester_group_and_team_onl
     and its local reward the golden pass itself, and the tester cannot move the team reward of its own
     group, so alpha r_team + r_local is an affine map of one value in every group: alpha changes nothing;
     without r_local every tester advantage is 0."""
-    from baselines.bench import repro_at_grpo_alpha as alpha_exp
-    from baselines.bench.repro_menu import MenuBackend, MenuPolicy
+    from baselines.experiments import repro_at_grpo_alpha as alpha_exp
+    from baselines.experiments.repro_menu import MenuBackend, MenuPolicy
 
     problems = alpha_exp.choose_problems(2)
     texts = {p.task_id: alpha_exp.menu(alpha_exp.from_code_problem(p)) for p in problems}
@@ -125,7 +125,7 @@ def test_at_grpo_alpha_mix_is_cancelled_in_every_coder_tester_group_and_team_onl
 
 
 def test_menu_policy_step_moves_probability_towards_the_positive_advantage_entry():
-    from baselines.bench.repro_menu import MenuPolicy
+    from baselines.experiments.repro_menu import MenuPolicy
 
     policy = MenuPolicy({"a": ("x", "y", "z")})
     before = policy.probs("a", "s").copy()
@@ -136,7 +136,7 @@ def test_menu_policy_step_moves_probability_towards_the_positive_advantage_entry
 
 
 def test_mars2_per_agent_grouping_differs_from_tree_wide_on_real_trees():
-    from baselines.bench.repro_mars2 import SHAPING, per_agent
+    from baselines.experiments.repro_mars2 import SHAPING, per_agent
 
     table = _tree_table(n_episodes=3)
     wide = compute_advantages(table, "mars2", SHAPING)
@@ -153,7 +153,7 @@ def test_dr_mas_few_rows_setting_amplifies_the_speaker_and_dr_mas_equalizes_the_
     """The ``few_rows`` setting of ``repro_dr_mas``: the speaker holds 1/8 of the rows, its rewards are 4R,
     so the lemma's factor is at least 5.5 (between 5.56 and 7 for any reward distribution); GRPO's
     advantages give the speaker several times the listener's second moment, Dr. MAS the same."""
-    from baselines.bench import repro_dr_mas
+    from baselines.experiments import repro_dr_mas
 
     a2 = {}
     for scheme in ("grpo", "dr_mas"):

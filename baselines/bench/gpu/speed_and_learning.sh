@@ -67,7 +67,7 @@ echo "== (ii) learning: ${run_left} s per process, training budget ${train_s} s,
 pids=()
 for scheme in grpo magrpo; do
   for seed in $SEEDS; do
-    timeout $run_left $PY -m baselines.bench.heldout_training \
+    timeout $run_left $PY -m baselines.experiments.heldout_training \
       --config baselines/configs/helper_main_${scheme}_smollm2.yaml --seeds $seed --eval-episodes $EVAL \
       --train-seconds $train_s --out "$WORK/$scheme/seed$seed" "${TRAIN[@]}" \
       > "$WORK/$scheme.seed$seed.log" 2>&1 &
@@ -75,7 +75,7 @@ for scheme in grpo magrpo; do
   done
 done
 collect() {
-  $PY -m baselines.bench.gpu_learning --scheme grpo "$WORK/grpo" --scheme magrpo "$WORK/magrpo" \
+  $PY -m baselines.experiments.gpu_learning --scheme grpo "$WORK/grpo" --scheme magrpo "$WORK/magrpo" \
     --out "$OUT/gpu_learning.json"
 }
 while :; do  # results into $OUT as they appear: a timeout still returns them
@@ -88,7 +88,7 @@ echo "== (iii) collection, $(left) s left"
 collect
 for scheme in grpo magrpo; do
   files=$(find "$WORK/$scheme" -name results.json 2>/dev/null)
-  [ -n "$files" ] && $PY -m baselines.bench.heldout_training --combine $files --out "$WORK/combined_$scheme" \
+  [ -n "$files" ] && $PY -m baselines.experiments.heldout_training --combine $files --out "$WORK/combined_$scheme" \
     > /dev/null 2>&1 && cp "$(find "$WORK/combined_$scheme" -name curves.png | head -1)" "$OUT/curves_$scheme.png"
 done
 ls -la "$OUT"

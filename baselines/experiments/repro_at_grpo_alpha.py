@@ -1,14 +1,14 @@
 """AT-GRPO (arXiv 2510.11062) at small scale: the alpha mix r = alpha r_team + r_local on coder/tester.
 
-    python -m baselines.bench.repro_at_grpo_alpha --plot docs/img/repro_at_grpo_alpha.png
-    python -m baselines.bench.repro_at_grpo_alpha --configs team_only --save t.json   # then --load ...
+    python -m baselines.experiments.repro_at_grpo_alpha --plot docs/img/repro_at_grpo_alpha.png
+    python -m baselines.experiments.repro_at_grpo_alpha --configs team_only --save t.json   # then --load ...
 
 Setting: ``code/coder_tester_v0`` (HumanEval problems, 2 turns, every program and test run in
 the real sandbox), AT-GRPO's branching rollout (K candidates per agent-turn from one cloned
 state, scored on their own copies, continuing from the best) and AT-GRPO's advantage
 function. The task declares the local rewards: coder ``coder_golden_pass``, tester
 ``tester_valid + tester_agreement``; the team reward is the change of the golden pass ratio.
-The policy is the deliberately tiny menu policy of :mod:`baselines.bench.repro_menu` (one
+The policy is the deliberately tiny menu policy of :mod:`baselines.experiments.repro_menu` (one
 softmax per agent and turn): the coder picks the reference solution, a half-wrong variant,
 an always-wrong program or prose; the tester the golden asserts, their first assert only,
 the golden asserts negated, or prose. Problems: the first ``--problems`` HumanEval problems
@@ -32,7 +32,7 @@ import numpy as np
 
 import llm_marl_envs
 from baselines.advantages import AdvantageConfig, compute_advantages
-from baselines.bench.experiments import (
+from baselines.experiments.common import (
     Run,
     config_parser,
     markdown_table,
@@ -41,8 +41,8 @@ from baselines.bench.experiments import (
     spread,
     train_configs,
 )
-from baselines.bench.repro_magrpo import first_step_at
-from baselines.bench.repro_menu import (
+from baselines.experiments.repro_magrpo import first_step_at
+from baselines.experiments.repro_menu import (
     MenuBackend,
     MenuPolicy,
     always_wrong_program,

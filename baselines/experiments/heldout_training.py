@@ -1,6 +1,6 @@
 """Train a team with several seeds and measure it on held-out tasks before and after.
 
-    python -m baselines.bench.heldout_training --config baselines/configs/helper_main_magrpo_smollm2.yaml \\
+    python -m baselines.experiments.heldout_training --config baselines/configs/helper_main_magrpo_smollm2.yaml \\
         --seeds 0 1 2 --eval-episodes 8 --out runs/smollm2
 
 For every seed: build the :class:`~baselines.trainer.Trainer` from the config (seed set), score
@@ -17,7 +17,7 @@ and ``<out>/<name>/curves.png`` (train reward of every seed, held-out before/aft
 
 Seeds run as separate processes (two at a time on a 2-core machine) are merged afterwards:
 
-    python -m baselines.bench.heldout_training --combine runs/a/<name>/results.json runs/b/<name>/results.json \
+    python -m baselines.experiments.heldout_training --combine runs/a/<name>/results.json runs/b/<name>/results.json \
         --out runs/smollm2
 
 writes the merged ``results.json`` and ``curves.png`` and prints the per-seed lines and the
@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.bench.policy_drift import drift, snapshot, summarize
 from baselines.config import load_config
 from baselines.evaluate_core import evaluate_team, held_out_kwargs
+from baselines.experiments.policy_drift import drift, snapshot, summarize
 from baselines.generation import TransformersBackend
 from baselines.metrics import read_jsonl
 from baselines.trainer import Trainer

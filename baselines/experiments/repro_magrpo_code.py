@@ -1,7 +1,7 @@
 """MAGRPO (arXiv 2508.04652) return-to-go on multi-turn helper/main with feedback: gamma 0 vs 0.9.
 
-    python -m baselines.bench.repro_magrpo_code --plot docs/img/repro_magrpo_code.png
-    python -m baselines.bench.repro_magrpo_code --variants setup --gammas 0 --save s0.json   # then --load ...
+    python -m baselines.experiments.repro_magrpo_code --plot docs/img/repro_magrpo_code.png
+    python -m baselines.experiments.repro_magrpo_code --variants setup --gammas 0 --save s0.json   # then --load ...
 
 Setting: ``code/helper_main_v0`` (HumanEval, ``max_turns=2``, ``feedback="full"``, per-turn
 reward ``score_t - score_{t-1}``, the episode ends as soon as every test passes; every
@@ -10,7 +10,7 @@ turns, ``tree_depth=2``) and MAGRPO's advantage ``A = R - mean(R of the G siblin
 return-to-go ``R_t = r_t + gamma mean(R of the children)``. One knob, ``gamma``
 (``advantage.gamma``): the sampler fills the return-to-go with it and the scheme uses it.
 
-The policy is the deliberately tiny menu policy of :mod:`baselines.bench.repro_menu` (tiny
+The policy is the deliberately tiny menu policy of :mod:`baselines.experiments.repro_menu` (tiny
 models cannot write programs): per agent and *state* a softmax over three real answers. The
 state is the turn and, on turn 2, what the real feedback the agent received shows:
 "informed" if it holds at least one failing-test block (input / expected / got), else
@@ -62,7 +62,7 @@ import llm_marl_envs
 from baselines.advantages import AdvantageConfig, compute_advantages, magrpo_returns
 from baselines.advantages.normalize import group_index
 from baselines.advantages.tree import sibling_key
-from baselines.bench.experiments import (
+from baselines.experiments.common import (
     Run,
     add_run_io_args,
     markdown_table,
@@ -71,8 +71,8 @@ from baselines.bench.experiments import (
     save_runs,
     spread,
 )
-from baselines.bench.repro_magrpo import first_step_at
-from baselines.bench.repro_menu import (
+from baselines.experiments.repro_magrpo import first_step_at
+from baselines.experiments.repro_menu import (
     MenuBackend,
     MenuPolicy,
     always_wrong_program,

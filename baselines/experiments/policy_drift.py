@@ -13,10 +13,10 @@ trained and the starting parameters (:func:`drift`). Per agent it reports
 - ``weight_change``: ``||theta - theta_start|| / ||theta_start||`` over the agent's trainable
   parameters (for a LoRA adapter, whose B starts at zero, relative to the adapter's A).
 
-:mod:`baselines.bench.heldout_training` reports it for every run it trains. For a run saved
+:mod:`baselines.experiments.heldout_training` reports it for every run it trains. For a run saved
 earlier (its ``config.yaml`` and ``team/``):
 
-    python -m baselines.bench.policy_drift runs/<run>/seed0 [runs/<run>/seed1 ...] --tasks 2 --threads 1
+    python -m baselines.experiments.policy_drift runs/<run>/seed0 [runs/<run>/seed1 ...] --tasks 2 --threads 1
 
 rebuilds the run's starting team from its config (same seed: same initial weights, the base
 model for LoRA), loads the trained weights, lets the trained team play ``--tasks`` held-out

@@ -1,6 +1,6 @@
 """Collect the GPU learning runs: ``gpu_learning.json`` and the paired held-out change per scheme.
 
-    python -m baselines.bench.gpu_learning --scheme grpo runs/gpu/grpo --scheme magrpo runs/gpu/magrpo \\
+    python -m baselines.experiments.gpu_learning --scheme grpo runs/gpu/grpo --scheme magrpo runs/gpu/magrpo \\
         --out docs/figures/gpu_learning.json
 
 Every ``results.json`` below a scheme's folders (one per ``heldout_training`` process, one seed

@@ -1,7 +1,7 @@
 """SHARP (arXiv 2602.08335) at small scale: does Shapley credit carry information, and does it help?
 
-    python -m baselines.bench.repro_sharp                       # all three parts, seeds 0 1 2
-    python -m baselines.bench.repro_sharp --plot docs/img/repro_sharp.png
+    python -m baselines.experiments.repro_sharp                       # all three parts, seeds 0 1 2
+    python -m baselines.experiments.repro_sharp --plot docs/img/repro_sharp.png
 
 Per-agent normalization cancels credit that is an affine function of the joint reward within
 a (task, agent) group; then SHARP is Dr. MAS. Three parts, all on the real environments:
@@ -39,7 +39,7 @@ import numpy as np
 
 import llm_marl_envs
 from baselines.advantages import AdvantageConfig, compute_advantages, credit_informativeness
-from baselines.bench.experiments import Run, markdown_table, plot_panels, spread
+from baselines.experiments.common import Run, markdown_table, plot_panels, spread
 from baselines.rollout.episodes import episode_credit
 from baselines.samples import Row, SampleTable
 from llm_marl_envs.search import planner_worker_v0 as pw

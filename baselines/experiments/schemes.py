@@ -1,7 +1,7 @@
 """The embedded default run for every advantage scheme: how fast each learns the signal game.
 
-    python -m baselines.bench.schemes                         # 6 schemes x seeds 0 1 2, 60 steps
-    python -m baselines.bench.schemes --schemes grpo magrpo --seeds 0 --steps 120
+    python -m baselines.experiments.schemes                         # 6 schemes x seeds 0 1 2, 60 steps
+    python -m baselines.experiments.schemes --schemes grpo magrpo --seeds 0 --steps 120
 
 Each run is ``python -m baselines.train scheme=<scheme> seed=<seed>`` (the default config,
 tiny model built locally, CPU) with ``--steps`` steps. Printed per run: the train reward of

@@ -1,7 +1,7 @@
 """AT-GRPO (arXiv 2510.11062) at small scale: AT-GRPO vs GRPO vs MAGRPO on a multi-turn task.
 
-    python -m baselines.bench.repro_at_grpo --steps 40        # 3 schemes x seeds 0 1 2
-    python -m baselines.bench.repro_at_grpo --schemes at_grpo --save a.json   # then --load a.json g.json ...
+    python -m baselines.experiments.repro_at_grpo --steps 40        # 3 schemes x seeds 0 1 2
+    python -m baselines.experiments.repro_at_grpo --schemes at_grpo --save a.json   # then --load a.json g.json ...
 
 Setting: the signal game with 2 rounds (each round pays its own win, feedback after each),
 tiny model, 8 tasks per step and group size 4 for every scheme: G = 4 independent episodes
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from baselines.bench.experiments import (
+from baselines.experiments.common import (
     Run,
     add_run_io_args,
     markdown_table,
@@ -34,7 +34,7 @@ from baselines.bench.experiments import (
     spread,
     train_run,
 )
-from baselines.bench.repro_magrpo import first_step_at
+from baselines.experiments.repro_magrpo import first_step_at
 
 N_ROUNDS = 2
 

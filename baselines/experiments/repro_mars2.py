@@ -1,14 +1,14 @@
 """MARS2 (arXiv 2602.07848) at small scale: tree-wide vs per-agent grouping on tree search.
 
-    python -m baselines.bench.repro_mars2 --plot docs/img/repro_mars2.png
-    python -m baselines.bench.repro_mars2 --configs per_agent --save p.json   # then --load t.json p.json ...
+    python -m baselines.experiments.repro_mars2 --plot docs/img/repro_mars2.png
+    python -m baselines.experiments.repro_mars2 --configs per_agent --save p.json   # then --load t.json p.json ...
 
 Setting: ``code/tree_search_v0`` (HumanEval problems, 2 agents, ``--nodes`` nodes per tree,
 the environment's Thompson sampling decides who writes which node, every program scored
 by the real sandbox on the public tests; the episode's reward is the hidden-test pass ratio
 of the best node), MARS2's env-tree rollout (``--trees`` trees per problem) and MARS2's
 tree-consistent shaping (gamma = lambda = 0.5). The policy is the deliberately tiny menu
-policy of :mod:`baselines.bench.repro_menu` (one softmax per agent and node kind, draft or
+policy of :mod:`baselines.experiments.repro_menu` (one softmax per agent and node kind, draft or
 refinement): the reference solution, a half-wrong variant, an always-wrong program, prose.
 A heterogeneous team: agent_0 starts strong (P(reference) 0.3), agent_1 weak (0.05).
 
@@ -40,7 +40,7 @@ from baselines.advantages import (
     tree_shaping,
 )
 from baselines.advantages.normalize import normalize_with_config
-from baselines.bench.experiments import (
+from baselines.experiments.common import (
     Run,
     config_parser,
     markdown_table,
@@ -49,8 +49,8 @@ from baselines.bench.experiments import (
     spread,
     train_configs,
 )
-from baselines.bench.repro_magrpo import first_step_at
-from baselines.bench.repro_menu import (
+from baselines.experiments.repro_magrpo import first_step_at
+from baselines.experiments.repro_menu import (
     MenuBackend,
     MenuPolicy,
     always_wrong_program,

@@ -1,9 +1,9 @@
 """Dr. MAS (arXiv 2602.08847) at small scale: gradient amplification under one global normalization.
 
-    python -m baselines.bench.repro_dr_mas                     # grpo vs dr_mas, seeds 0 1 2, 60 steps
-    python -m baselines.bench.repro_dr_mas --scale 4 --plot docs/img/repro_dr_mas.png
-    python -m baselines.bench.repro_dr_mas --schemes grpo --save g.json   # then: --load g.json d.json --plot ...
-    python -m baselines.bench.repro_dr_mas --setting few_rows --plot docs/img/repro_dr_mas_few_rows.png
+    python -m baselines.experiments.repro_dr_mas                     # grpo vs dr_mas, seeds 0 1 2, 60 steps
+    python -m baselines.experiments.repro_dr_mas --scale 4 --plot docs/img/repro_dr_mas.png
+    python -m baselines.experiments.repro_dr_mas --schemes grpo --save g.json   # then: --load g.json d.json --plot ...
+    python -m baselines.experiments.repro_dr_mas --setting few_rows --plot docs/img/repro_dr_mas_few_rows.png
 
 The lemma: with one normalization over every agent's rows, agent k's gradient second moment
 is scaled by (sigma_k^2 + (mu_k - mu)^2) / sigma^2. That factor is 1 when all agents share
@@ -55,7 +55,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from baselines.bench.experiments import (
+from baselines.config import TrainConfig
+from baselines.experiments.common import (
     Run,
     add_run_io_args,
     markdown_table,
@@ -66,7 +67,6 @@ from baselines.bench.experiments import (
     spread,
     train_run,
 )
-from baselines.config import TrainConfig
 from baselines.rollout import RolloutResult, Task
 from baselines.trainer import Trainer
 

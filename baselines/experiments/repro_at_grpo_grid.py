@@ -1,7 +1,7 @@
 """AT-GRPO (arXiv 2510.11062) at small scale on a planning task: AT-GRPO vs GRPO vs MAGRPO.
 
-    python -m baselines.bench.repro_at_grpo_grid --steps 40 --plot docs/img/repro_at_grpo_grid.png
-    python -m baselines.bench.repro_at_grpo_grid --schemes at_grpo --save a.json   # then --load a.json g.json ...
+    python -m baselines.experiments.repro_at_grpo_grid --steps 40 --plot docs/img/repro_at_grpo_grid.png
+    python -m baselines.experiments.repro_at_grpo_grid --schemes at_grpo --save a.json   # then --load a.json g.json ...
 
 Setting (:data:`GRID_KWARGS`): ``planning/grid_v0`` Plan-Path on a 3x3 grid without walls,
 the plan agent alone (no tool: a tiny model cannot write a BFS program), ONE move per turn
@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.bench.experiments import (
+from baselines.evaluate_core import evaluate_team, held_out_kwargs
+from baselines.experiments.common import (
     Run,
     add_run_io_args,
     markdown_table,
@@ -47,7 +48,6 @@ from baselines.bench.experiments import (
     spread,
     train_run,
 )
-from baselines.evaluate_core import evaluate_team, held_out_kwargs
 from baselines.generation import TransformersBackend
 from baselines.trainer import Trainer
 

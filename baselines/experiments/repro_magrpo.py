@@ -1,8 +1,8 @@
 """MAGRPO (arXiv 2508.04652) at small scale: does the return-to-go discount matter on a multi-turn task?
 
-    python -m baselines.bench.repro_magrpo --steps 40 rollout.tasks_per_step=8   # as in docs/reproducing.md
-    python -m baselines.bench.repro_magrpo --reward-at round --plot docs/img/repro_magrpo_round.png
-    python -m baselines.bench.repro_magrpo --gammas 0 --save g0.json   # then: --load g0.json g9.json --plot ...
+    python -m baselines.experiments.repro_magrpo --steps 40 rollout.tasks_per_step=8   # as in docs/reproducing.md
+    python -m baselines.experiments.repro_magrpo --reward-at round --plot docs/img/repro_magrpo_round.png
+    python -m baselines.experiments.repro_magrpo --gammas 0 --save g0.json   # then: --load g0.json g9.json --plot ...
 
 MAGRPO's per-node advantage uses the return-to-go R_t = r_t + gamma * mean(R of the children).
 With gamma = 0 a turn is judged by its own reward only; with gamma = 0.9 (the authors' code)
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from baselines.bench.experiments import (
+from baselines.experiments.common import (
     Run,
     add_run_io_args,
     markdown_table,
