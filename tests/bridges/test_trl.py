@@ -83,14 +83,15 @@ def test_rollout_rows_hold_one_seat_with_task_text_between_answers(tmp_path, mon
     prompts = [episode_prompt(SIGNAL, 7, "listener")] * 2 + [episode_prompt(SIGNAL, 8, "speaker")] * 2
     out = trainer.rollout_func(prompts, trainer)
     assert out["seat"] == ["listener", "listener", "speaker", "speaker"] and out["logprobs"] is None
-    for i, (seed, seat) in enumerate([(7, "listener")] * 2 + [(8, "speaker")] * 2):
-        ids, mask = out["completion_ids"][i], out["env_mask"][i]
-        assert len(ids) == len(mask) and 2 <= sum(mask) <= 4 and 0 in mask  # two answers, task text between
-        assert set(out["reward_components"][i]) >= {"format_penalty"}
-        answers = _answers(tokenizer, ids, mask)
-        assert len(answers) == 2
     env = llm_marl_envs.make(SIGNAL, **kwargs)
-    assert all(0 <= r <= 2 for r in out["team_return"]) and env.possible_agents == ["speaker", "listener"]
+    env.reset(seed=8)  # the speaker's first prompt is fixed by the seed
+    first = tokenizer.apply_chat_template(env.observe_chat("speaker"), tokenize=False, add_generation_prompt=True)
+    for i in range(4):
+        ids, mask = out["completion_ids"][i], out["env_mask"][i]
+        assert len(ids) == len(mask) and 0 in mask  # task text between the answers
+        assert len(_answers(tokenizer, ids, mask)) == 2  # one answer per round
+        assert "format_penalty" in out["reward_components"][i] and out["team_return"][i] in (0.0, 1.0, 2.0)
+    assert out["prompt_ids"][2] == out["prompt_ids"][3] == tokenizer.encode(first, add_special_tokens=False)
 
 
 def _answers(tokenizer, ids: list[int], mask: list[int]) -> list[str]:
