@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from llm_marl_envs.bridges import BridgeError, check_seats, make_task_env, require, task_spec
+from llm_marl_envs.bridges import BridgeError, advance, check_seats, make_task_env, require, task_spec
 
 Policy = Callable[[Any, str], str]
 _PROMPT = re.compile(r"llm_marl_envs task=(\S+) seed=(\d+) seat=(\S+)")
@@ -168,19 +168,8 @@ class EpisodeRollout:
 
     def _advance(self, ep: _Episode) -> list[str]:
         """Step partners and idle seats until the model must answer; the agents waiting for it."""
-        env = ep.env
-        while not env.unwrapped.record.done and env.agents:
-            agent = env.agent_selection
-            _, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-            elif agent in self.partners:
-                env.step(self.partners[agent](env, agent))
-            elif not env.observe(agent)["acting"]:
-                env.step("")
-            else:
-                return [agent]
-        return []
+        agent = advance(ep.env, self.partners, self.max_steps)
+        return [] if agent is None else [agent]
 
     def _input_ids(self, tokenizer, ep: _Episode, agent: str) -> list[int]:
         chat = ep.env.observe_chat(agent)

@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from llm_marl_envs.bridges import BridgeError, check_seats, make_task_env, require
+from llm_marl_envs.bridges import BridgeError, advance, check_seats, make_task_env, require
 
 Policy = Callable[[Any, str], str]
 
@@ -109,22 +109,11 @@ def seat_environment(task: str, seat: str, partners: Mapping[str, Policy],
 
         def _advance(self) -> str:
             env = self.env
-            for _ in range(max_steps):
-                if env.unwrapped.record.done or not env.agents:
-                    return f"The episode is over. Team return: {env.unwrapped.record.total_reward:g}"
-                agent = env.agent_selection
-                _, _, terminated, truncated, _ = env.last()
-                if terminated or truncated:
-                    env.step(None)
-                elif agent != seat:
-                    env.step(partner_map[agent](env, agent))
-                elif not env.observe(agent)["acting"]:
-                    env.step("")
-                else:
-                    chat = env.observe_chat(seat)
-                    new, self._seen = chat[self._seen:], len(chat)
-                    return "\n\n".join(m["content"] for m in new if m["role"] != "assistant")
-            raise BridgeError(f"no answer was asked of {seat!r} within {max_steps} steps")
+            if advance(env, partner_map, max_steps) is None:
+                return f"The episode is over. Team return: {env.unwrapped.record.total_reward:g}"
+            chat = env.observe_chat(seat)
+            new, self._seen = chat[self._seen:], len(chat)
+            return "\n\n".join(m["content"] for m in new if m["role"] != "assistant")
 
     SeatEnvironment.__name__ = SeatEnvironment.__qualname__ = f"SeatEnvironment_{seat}"
     return SeatEnvironment

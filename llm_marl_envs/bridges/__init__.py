@@ -94,3 +94,22 @@ def make_task_env(task: str, env_kwargs: Mapping[str, Any] | None = None):
 def task_module(task: str) -> ModuleType:
     """The task's module (its scripted policies live there: ``best_policy``, ``random_policy``)."""
     return task_spec(task).load()
+
+
+def advance(env: Any, partners: Mapping[str, Any], max_steps: int = 10_000) -> str | None:
+    """Step finished agents (``None``), partner seats (``partners[agent](env, agent)``) and idle seats
+    (``""``) until an acting seat without a partner is selected: return it, or None once the episode is over."""
+    for _ in range(max_steps):
+        if env.unwrapped.record.done or not env.agents:
+            return None
+        agent = env.agent_selection
+        _, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            env.step(None)
+        elif agent in partners:
+            env.step(partners[agent](env, agent))
+        elif not env.observe(agent)["acting"]:
+            env.step("")
+        else:
+            return agent
+    raise BridgeError(f"no seat without a partner was asked to act within {max_steps} steps")

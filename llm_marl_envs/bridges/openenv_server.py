@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_marl_envs.bridges import BridgeError, check_seats, make_task_env, task_module, task_spec
+from llm_marl_envs.bridges import BridgeError, advance, check_seats, make_task_env, task_module, task_spec
 
 Policy = Callable[[Any, str], Any]
 
@@ -137,26 +137,9 @@ class SeatServer:
             raise BridgeError(f"unknown episode_id {episode_id!r}: call /reset first")
         return session
 
-    def _advance(self, env: Any) -> str | None:
-        """Step partners and idle seats until the client must act; that agent, or None when the episode is over."""
-        for _ in range(self.max_steps):
-            if env.unwrapped.record.done or not env.agents:
-                return None
-            agent = env.agent_selection
-            _, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-            elif agent in self.partners:
-                env.step(self.partners[agent](env, agent))
-            elif not env.observe(agent)["acting"]:
-                env.step("")
-            else:
-                return agent
-        raise BridgeError(f"the client's seat was not asked to act within {self.max_steps} steps")
-
     def _respond(self, episode_id: str, session: _Session) -> dict:
         env = session.env
-        agent = self._advance(env)
+        agent = advance(env, self.partners, self.max_steps)
         record = env.unwrapped.record
         reward, session.paid = record.total_reward - session.paid, record.total_reward
         shown = agent or self.seat or env.possible_agents[0]

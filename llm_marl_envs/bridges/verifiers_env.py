@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from llm_marl_envs.bridges import BridgeError, check_seats, make_task_env, require, task_spec
+from llm_marl_envs.bridges import BridgeError, advance, check_seats, make_task_env, require, task_spec
 
 require("verifiers")
 import pydantic  # noqa: E402  (verifiers depends on pydantic)
@@ -96,23 +96,15 @@ def make_env(task_name: str, frozen: Iterable[str] = (), *, seeds: Iterable[int]
                     seat_task = vf.Task(vf.TaskData(id=task.data.id, name=seat,
                                                     system_prompt=env.observe_chat(seat)[0]["content"]))
                     interactions[seat] = await stack.enter_async_context(getattr(agents, seat).interaction(seat_task))
-                for _ in range(max_steps):
-                    if env.unwrapped.record.done or not env.agents:
-                        break
-                    agent = env.agent_selection
-                    _, _, terminated, truncated, _ = env.last()
-                    if terminated or truncated:
-                        env.step(None)
-                    elif not env.observe(agent)["acting"] or agent in finished:
+                while (agent := advance(env, {}, max_steps)) is not None:
+                    if agent in finished:  # its harness ended its run (a turn limit): it says nothing more
                         env.step("")
-                    else:
-                        text, seen[agent] = _new_messages(env.observe_chat(agent), seen[agent])
-                        segment = await interactions[agent].turn(text)
-                        if segment.terminated:
-                            finished.add(agent)
-                        env.step("" if segment.terminated else segment.last_reply)
-                else:
-                    raise BridgeError(f"{task_name} episode did not end within {max_steps} steps")
+                        continue
+                    text, seen[agent] = _new_messages(env.observe_chat(agent), seen[agent])
+                    segment = await interactions[agent].turn(text)
+                    if segment.terminated:
+                        finished.add(agent)
+                    env.step("" if segment.terminated else segment.last_reply)
             record = env.unwrapped.record
             components: dict[str, float] = {}
             for turn in record.turns:
