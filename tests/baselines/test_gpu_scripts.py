@@ -1,12 +1,12 @@
 """The GPU window's helpers on the CPU: the time budget of ``heldout_training``, the learning collector,
-and the per-step decode profile (tiny model, a few tokens: smoke runs, not timings)."""
+the speed check and the per-step decode profile (tiny model, a few tokens: smoke runs, not timings)."""
 
 from __future__ import annotations
 
 import json
 import math
 
-from baselines.bench import decode_profile
+from baselines.bench import decode_profile, gpu_generation
 from baselines.experiments import gpu_learning, heldout_training
 
 CONFIG = "baselines/configs/signal_game.yaml"
@@ -52,3 +52,16 @@ def test_decode_profile_reports_every_engine(tmp_path, capsys):
                                               "backend fast, merged adapters",
                                               "backend fast, merged, static cache"]  # fmt: skip
     assert all(e["ops_per_step"] > 0 for e in engines)
+
+
+def test_gpu_speed_check_writes_its_figures_and_finds_the_fast_path_faithful(tmp_path):
+    """The speed check's CPU try-out: the issue's JSON keys, and the fast path checked against the model it samples."""
+    out = tmp_path / "gpu_generation.json"
+    gpu_generation.main(["--tiny", "--device", "cpu", "--dtype", "fp32", "--tasks", "2", "--group", "2",
+                         "--max-new-tokens", "12", "--repeats", "1", "--share-steps", "0", "--out", str(out)])  # fmt: skip
+    result = json.loads(out.read_text())
+    assert result["rows"] == 4 and result["new_tokens"] == 12  # 2 tasks x G=2
+    assert result["before_tokens_per_s"] > 0 and result["after_tokens_per_s"] > 0 and result["bound_tokens_per_s"] > 0
+    check = result["fidelity"]
+    assert check["logprob_abs_diff_max"] < 1e-4  # fp32 on the CPU: the sampling policy's own log-probs
+    assert check["greedy_rows_identical"] == 1.0
