@@ -126,7 +126,7 @@ def test_gradients_flow_and_training_changes_the_policy(tiny_paths):
     prompts, completions = batch(team)
     params = team.trainable_parameters("speaker")
     logps, _ = team.sequence_logprobs("speaker", prompts[:2], completions[:2])
-    before = float(logps[0].sum())
+    before = float(logps[0].detach().sum())
     (-sum(lp.sum() for lp in logps)).backward()
     grads = [p.grad for p in params.values()]
     assert all(g is not None for g in grads) and sum(float(g.abs().sum()) for g in grads) > 0
@@ -136,7 +136,7 @@ def test_gradients_flow_and_training_changes_the_policy(tiny_paths):
         logps, _ = team.sequence_logprobs("speaker", prompts[:1], completions[:1])
         (-logps[0].sum()).backward()
         opt.step()
-    after = float(team.sequence_logprobs("speaker", prompts[:1], completions[:1])[0][0].sum())
+    after = float(team.sequence_logprobs("speaker", prompts[:1], completions[:1])[0][0].detach().sum())
     assert after > before + 1.0
 
 
