@@ -213,3 +213,15 @@ def test_bare_text_observation_fails_api_test_but_dict_passes():
         with pytest.raises(AttributeError, match="dtype"):
             api_test(BareText(), num_cycles=5)
         api_test(signal_game_v0.raw_env(), num_cycles=5)
+
+
+def test_component_totals_sum_the_team_terms_and_add_one_agents_own():
+    from llm_marl_envs.core.records import EpisodeRecord, TurnResult
+
+    record = EpisodeRecord(turns=[
+        TurnResult(0, 1.0, {"correct": 1.0, "format_penalty": 0.0}, {"tool": {"tool_ran": 1.0}}),
+        TurnResult(1, 0.5, {"correct": 0.5, "format_penalty": -0.5}, {"plan": {"moves": 2.0}}),
+    ])  # fmt: skip
+    assert record.component_totals() == {"correct": 1.5, "format_penalty": -0.5}
+    assert record.component_totals("tool") == {"correct": 1.5, "format_penalty": -0.5, "tool_ran": 1.0}
+    assert record.component_totals("plan") == {"correct": 1.5, "format_penalty": -0.5, "moves": 2.0}

@@ -144,10 +144,7 @@ class EpisodeRollout:
             if row is None:
                 raise BridgeError(f"seat {ep.seat!r} never acted in this episode of the task: it has no row")
             record = ep.env.unwrapped.record
-            components: dict[str, float] = {}
-            for turn in record.turns:
-                for key, value in {**turn.components, **turn.agent_components.get(ep.seat, {})}.items():
-                    components[key] = components.get(key, 0.0) + float(value)
+            components = record.component_totals(ep.seat)
             out["prompt_ids"].append(row.prompt_ids)
             out["completion_ids"].append(row.completion_ids)
             out["env_mask"].append(row.env_mask)

@@ -106,11 +106,7 @@ def make_env(task_name: str, frozen: Iterable[str] = (), *, seeds: Iterable[int]
                         finished.add(agent)
                     env.step("" if segment.terminated else segment.last_reply)
             record = env.unwrapped.record
-            components: dict[str, float] = {}
-            for turn in record.turns:
-                for key, value in turn.components.items():
-                    components[key] = components.get(key, 0.0) + float(value)
-            self.results[id(task)] = (record.total_reward, components)
+            self.results[id(task)] = (record.total_reward, record.component_totals())
 
         async def finalize(self, task, episode) -> None:
             team_return, components = self.results.pop(id(task))

@@ -53,6 +53,15 @@ class EpisodeRecord:
     def done(self) -> bool:
         return self.terminated or self.truncated
 
+    def component_totals(self, agent: str | None = None) -> dict[str, float]:
+        """The team's reward components summed over the turns, plus ``agent``'s own terms when given."""
+        totals: dict[str, float] = {}
+        for turn in self.turns:
+            own = turn.agent_components.get(agent, {}) if agent is not None else {}
+            for key, value in {**turn.components, **own}.items():
+                totals[key] = totals.get(key, 0.0) + float(value)
+        return totals
+
     def steps_of(self, agent: str) -> list[StepRecord]:
         return [s for s in self.steps if s.agent == agent]
 
