@@ -21,8 +21,8 @@ from collections import OrderedDict
 
 import torch
 from torch import nn
-from transformers import StaticCache
 
+from baselines.generation.fast_decode import allocated_static_cache, mask_dtype
 from baselines.generation.prefill import CACHE_KW
 
 
@@ -34,18 +34,11 @@ class GraphRunner:
         device = model.get_output_embeddings().weight.device
         if capture and device.type != "cuda":
             raise RuntimeError("CUDA graphs need a model on a CUDA device")
-        self.cache = StaticCache(config=model.config, max_cache_len=length)
-        cfg = model.config.get_text_config(decoder=True)
-        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        dummy = torch.zeros(rows, heads, 1, dim, dtype=model.dtype, device=device)
-        for layer in self.cache.layers:
-            layer.lazy_initialization(dummy, dummy)
+        self.cache = allocated_static_cache(model, rows, length, device)
         self.ids = torch.zeros(rows, 1, dtype=torch.long, device=device)
         self.positions = torch.zeros(rows, 1, dtype=torch.long, device=device)
-        mask_dtype = torch.bool if model.config._attn_implementation == "sdpa" else model.dtype
-        self.mask = torch.zeros(rows, 1, 1, length, dtype=mask_dtype, device=device)
-        if mask_dtype == torch.bool:
+        self.mask = torch.zeros(rows, 1, 1, length, dtype=mask_dtype(model), device=device)
+        if self.mask.dtype == torch.bool:
             self.mask[..., 0] = True
         self.logits: torch.Tensor | None = None
         self.graph: torch.cuda.CUDAGraph | None = None

@@ -186,12 +186,28 @@ def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, ada
     return out
 
 
+def mask_dtype(model: nn.Module) -> torch.dtype:
+    """The 4-D attention mask's dtype for ``model``: boolean for sdpa, additive (the model's dtype) for eager."""
+    return torch.bool if model.config._attn_implementation == "sdpa" else model.dtype
+
+
+def allocated_static_cache(model: nn.Module, rows: int, length: int, device: Any) -> StaticCache:
+    """A ``StaticCache`` of ``rows`` x ``length`` columns with every layer allocated now (fixed addresses)."""
+    cache = StaticCache(config=model.config, max_cache_len=length)
+    cfg = model.config.get_text_config(decoder=True)
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    dummy = torch.zeros(rows, heads, 1, dim, dtype=model.dtype, device=device)
+    for layer in cache.layers:
+        layer.lazy_initialization(dummy, dummy)
+    return cache
+
+
 def _static_mask(model: nn.Module, mask: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(the rows' key mask over ``length`` columns, bool; the 4-D mask buffer in the model's layout)."""
     keys = torch.ones(mask.shape[0], length, dtype=torch.bool, device=mask.device)
     keys[:, : mask.shape[1]] = mask.bool()
-    dtype = torch.bool if model.config._attn_implementation == "sdpa" else model.dtype
-    return keys, torch.zeros(mask.shape[0], 1, 1, length, dtype=dtype, device=mask.device)
+    return keys, torch.zeros(mask.shape[0], 1, 1, length, dtype=mask_dtype(model), device=mask.device)
 
 
 def _fill_mask(buffer: torch.Tensor, keys: torch.Tensor, column: int) -> None:
@@ -214,10 +230,10 @@ def _decode_static(model, ids, mask, config, eos_ids, pad_id, device, opts, grap
     ids, mask = ids.to(device), mask.to(device)
     length = -(-(width + config.max_new_tokens) // 128) * 128
     runner = graphs.runner(model, rows, length) if graphs is not None else None
-    cache = runner.cache if runner is not None else StaticCache(config=model.config, max_cache_len=length)
+    cache = runner.cache if runner is not None else allocated_static_cache(model, rows, length, device)
     prefix = _first_cache(model, ids, mask, opts, device, [None] * rows)
     start = width - 1 if prefix is not None else 0
-    _load_prefix(model, cache, prefix, rows, length, device)
+    _load_prefix(cache, prefix)
     keys, mask4 = _static_mask(model, mask, length)
     lens = mask.sum(-1)
     done = torch.zeros(rows, dtype=torch.bool, device=device)
@@ -261,15 +277,8 @@ def _decode_static(model, ids, mask, config, eos_ids, pad_id, device, opts, grap
     return out
 
 
-def _load_prefix(model: nn.Module, cache: StaticCache, prefix: Any, rows: int, length: int, device: Any) -> None:
-    """Copy the dynamic ``prefix`` cache (or nothing) into the static ``cache``; its write position after it."""
-    if not cache.layers[0].is_initialized:
-        cfg = model.config.get_text_config(decoder=True)
-        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        dummy = torch.zeros(rows, heads, 1, dim, dtype=model.dtype, device=device)
-        for layer in cache.layers:
-            layer.lazy_initialization(dummy, dummy)
+def _load_prefix(cache: StaticCache, prefix: Any) -> None:
+    """Copy the dynamic ``prefix`` cache (or nothing) into the allocated static ``cache``; its write position after it."""
     n = 0 if prefix is None else prefix.layers[0].keys.shape[-2]
     for k, layer in enumerate(cache.layers):
         if prefix is not None:
