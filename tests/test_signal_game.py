@@ -101,3 +101,48 @@ def test_speaker_turns_first_passes_the_compliance_checks():
 def test_bad_speaker_turns_is_rejected():
     with pytest.raises(ValueError, match="speaker_turns"):
         signal_game_v0.raw_env(speaker_turns="never")
+
+
+CODE_GAME = {"words": ("cat", "dog", "fox", "owl"), "n_candidates": 4, "message_length": 1,
+             "message_words": ("red", "blue", "green", "pink")}
+
+
+def test_message_words_a_code_wins_and_naming_the_target_does_not():
+    env = signal_game_v0.env(n_rounds=3, **CODE_GAME)
+    for seed in range(5):
+        assert play_episode(env, signal_game_v0.best_policy, seed) == 3.0
+    env.reset(seed=0)
+    raw = env.unwrapped
+    assert env.observe("speaker")["text"].endswith("message words: red blue green pink")
+    assert "only the message words" in raw.observe_chat("speaker")[0]["content"]
+    env.step(f"{raw.target} red")  # the target's own name is not a message word: dropped
+    assert env.observe("listener")["text"].endswith("message: red")
+    assert "1 word(s) outside the message words dropped" in raw.record.steps[-1].format_issues[0]
+    assert raw.action_words("speaker") == CODE_GAME["message_words"]
+    assert raw.action_words("listener") == CODE_GAME["words"]
+
+
+def test_message_words_random_play_is_near_chance():
+    env = signal_game_v0.env(n_rounds=10, **CODE_GAME)
+    rng = np.random.default_rng(0)
+    total = sum(
+        play_episode(env, lambda e, a: signal_game_v0.random_policy(e, a, rng), seed) for seed in range(60)
+    )
+    assert total / 600 == pytest.approx(0.25, abs=0.06)
+
+
+def test_message_words_pass_the_compliance_checks():
+    import dataclasses
+
+    import llm_marl_envs
+    from llm_marl_envs import testing
+
+    spec = llm_marl_envs.spec("toy/signal_game_v0")
+    spec = dataclasses.replace(spec, test_kwargs={**spec.test_kwargs, **CODE_GAME, "n_rounds": 2})
+    testing.check_env(spec, verbose=False)
+
+
+@pytest.mark.parametrize("bad", [(), ("two words",)])
+def test_bad_message_words_are_rejected(bad):
+    with pytest.raises(ValueError, match="message_words"):
+        signal_game_v0.raw_env(message_words=bad)

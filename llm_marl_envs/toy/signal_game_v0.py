@@ -12,9 +12,17 @@ listener sees fresh candidates (always holding the target) with that one message
 speaker has one row per episode and the listener ``n_rounds``. Observations are a few words
 long, so a tiny model can learn the game on a CPU in minutes.
 
+A convention to learn: with ``message_words`` the speaker may only use those words (its
+observation lists them; any other word is dropped from the message). A message vocabulary
+disjoint from the candidates (candidates ``cat dog fox owl``, messages ``red blue green
+pink``) leaves no meaning the two agents share at the start: the team starts at chance and
+wins only by agreeing on a code. :func:`best_policy` plays the code "the i-th vocabulary word
+is sent as the i-th message word" (cyclic; optimal when there are at least as many message
+words as vocabulary words).
+
 Format issues (reported in ``infos[agent]["format_issues"]``, penalized by
 ``format_penalty`` per agent, 0 by default): a message longer than ``message_length``
-words (cut), a listener answer naming no candidate or several candidates.
+words (cut), message words outside ``message_words`` (dropped), a listener answer naming no candidate or several candidates.
 
 Counterfactual masking ("rescore"): with the speaker masked the listener gets no message
 and the round is worth its chance value ``1 / n_candidates``; with the listener masked
@@ -37,6 +45,9 @@ DEFAULT_WORDS: tuple[str, ...] = (
 
 SPEAKER_INSTRUCTIONS = "You are the speaker. Tell the listener which candidate is the target."
 LISTENER_INSTRUCTIONS = "You are the listener. Answer with the candidate the speaker means."
+CODE_SPEAKER_INSTRUCTIONS = (
+    "You are the speaker. Tell the listener which candidate is the target, using only the message words."
+)
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -57,6 +68,7 @@ class raw_env(TextCollabEnv):
         speaker_turns: "every" (a new target and message every round) or "first" (one message, in
             the first round, for a target that stays the same for the whole episode).
         words: the vocabulary candidates are drawn from.
+        message_words: the only words a message may use (None: any word); see the module docstring.
         format_penalty: added to the team reward once per agent with a format issue.
         render_mode: "ansi" or "human".
     """
@@ -76,6 +88,7 @@ class raw_env(TextCollabEnv):
         render_mode: str | None = None,
         reward_at: str = "round",
         speaker_turns: str = "every",
+        message_words: tuple[str, ...] | None = None,
     ) -> None:
         if reward_at not in ("round", "end"):
             raise ValueError(f"reward_at must be 'round' or 'end', got {reward_at!r}")
@@ -88,8 +101,13 @@ class raw_env(TextCollabEnv):
             raise ValueError("each vocabulary entry must be a single word of letters or digits")
         if message_length < 1 or n_rounds < 1:
             raise ValueError("message_length and n_rounds must be >= 1")
+        if message_words is not None:
+            message_words = tuple(dict.fromkeys(w.lower() for w in message_words))
+            if not message_words or any(words_of(w) != [w] for w in message_words):
+                raise ValueError("message_words must be non-empty, each a single word of letters or digits")
+        speaker = CODE_SPEAKER_INSTRUCTIONS if message_words is not None else SPEAKER_INSTRUCTIONS
         super().__init__(
-            [Role("speaker", SPEAKER_INSTRUCTIONS), Role("listener", LISTENER_INSTRUCTIONS)],
+            [Role("speaker", speaker), Role("listener", LISTENER_INSTRUCTIONS)],
             max_turns=n_rounds,
             max_action_chars=max_action_chars,
             format_penalty=format_penalty,
@@ -101,6 +119,7 @@ class raw_env(TextCollabEnv):
         self.reward_at = reward_at
         self.speaker_turns = speaker_turns
         self.words = words
+        self.message_words = message_words
         self.candidates: list[str] = []
         self.target = ""
         self.message = ""
@@ -130,7 +149,8 @@ class raw_env(TextCollabEnv):
         self.candidates = [self.words[i] for i in picks]
         self.target = self.candidates[int(rng.integers(self.n_candidates))]
         self.message = ""
-        self.tell("speaker", f"candidates: {' '.join(self.candidates)}\ntarget: {self.target}")
+        vocabulary = f"\nmessage words: {' '.join(self.message_words)}" if self.message_words is not None else ""
+        self.tell("speaker", f"candidates: {' '.join(self.candidates)}\ntarget: {self.target}{vocabulary}")
 
     def _show_listener(self) -> None:
         shown = list(self.np_random.permutation(self.candidates))
@@ -139,6 +159,12 @@ class raw_env(TextCollabEnv):
     def _on_action(self, agent: str, action: Action) -> None:
         if agent == "speaker":
             words = words_of(action.text)
+            if self.message_words is not None:
+                outside = [w for w in words if w not in self.message_words]
+                if outside:
+                    self.flag_format(agent, f"{len(outside)} word(s) outside the message words dropped: "
+                                            + " ".join(outside[:5])[:80])
+                words = [w for w in words if w in self.message_words]
             if len(words) > self.message_length:
                 self.flag_format(agent, f"message of {len(words)} words cut to {self.message_length}")
             self.message = " ".join(words[: self.message_length])
@@ -169,8 +195,16 @@ class raw_env(TextCollabEnv):
         return (low, float(self.n_rounds))
 
     def action_words(self, agent: str) -> tuple[str, ...]:
-        """Both roles need only the vocabulary: the speaker names words, the listener a candidate."""
+        """The listener names a candidate (the vocabulary); the speaker uses the message words, or the
+        vocabulary when there are none."""
+        if agent == "speaker" and self.message_words is not None:
+            return self.message_words
         return self.words
+
+    def code_word(self, word: str) -> str:
+        """The message :func:`best_policy` sends for ``word``: the message word at its vocabulary index (cyclic)."""
+        assert self.message_words is not None
+        return self.message_words[self.words.index(word) % len(self.message_words)]
 
     def coalition_value(self, unmasked: frozenset[str], mode: str = "rescore") -> float:
         if mode not in self.counterfactual_modes:
@@ -188,16 +222,27 @@ parallel_env = make_parallel_env_fn(raw_env)
 
 @noop_when_idle
 def best_policy(env, agent: str) -> str:
-    """Optimal play from the agent's own observation only: name the target / echo the message."""
+    """Optimal play from the agent's own observation: name the target / echo the message; with
+    ``message_words``, send the target's code word / name the candidate whose code word is the message."""
     text = env.observe(agent)["text"]
     last = text.rsplit("candidates:", 1)[-1]
     key = "target:" if agent == "speaker" else "message:"
-    return last.split(key, 1)[1].split("\n", 1)[0].strip()
+    said = last.split(key, 1)[1].split("\n", 1)[0].strip()
+    raw = env.unwrapped
+    if raw.message_words is None:
+        return said
+    if agent == "speaker":
+        return raw.code_word(said)
+    candidates = last.split("\n", 1)[0].split()
+    return next((c for c in candidates if raw.code_word(c) == said), candidates[0])
 
 
 @noop_when_idle
 def random_policy(env, agent: str, rng: np.random.Generator) -> str:
-    """The speaker says a random candidate, the listener names a random candidate."""
+    """The speaker says a random candidate (a random message word with ``message_words``), the listener
+    names a random candidate."""
     text = env.observe(agent)["text"]
     candidates = text.rsplit("candidates:", 1)[-1].split("\n", 1)[0].split()
+    if agent == "speaker" and env.unwrapped.message_words is not None:
+        candidates = list(env.unwrapped.message_words)
     return str(candidates[int(rng.integers(len(candidates)))])

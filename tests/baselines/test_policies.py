@@ -72,6 +72,36 @@ def test_logprobs_independent_of_batch_and_padding(tiny_paths):
     assert not torch.allclose(hot[0], together[0])
 
 
+def test_rows_sharing_a_context_are_scored_in_one_forward(tiny_paths):
+    """G answers to one prompt that differ only in their last token (a group of one-word messages) run
+    through the model once; every row gets its own log-probs and the gradient of the sum is unchanged."""
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
+    tok = team.tokenizer("speaker")
+    prompt = team.encode_prompt("speaker", chat("candidates: apple boat cat drum\ntarget: cat"))
+    other = team.encode_prompt("speaker", chat("target: egg"))
+    words = [tok(w, add_special_tokens=False)["input_ids"] for w in (" cat", " boat", " cat", " drum")]
+    two = tok(" egg egg", add_special_tokens=False)["input_ids"]
+    prompts = [prompt] * 4 + [other, other, prompt]
+    completions = [*words, two, two[:1] + [tok.eos_token_id], two]
+    model = team.model("speaker")
+    seen: list[int] = []
+    hook = model.register_forward_pre_hook(lambda m, args, kw: seen.append(kw["input_ids"].shape[0]),
+                                           with_kwargs=True)
+    together, ents = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True)
+    hook.remove()
+    assert seen == [3]  # 7 rows, 3 contexts: prompt (4 one-word rows), other + " egg" (2), prompt + " egg"
+    params = [p for p in model.parameters() if p.requires_grad]
+    grads = torch.autograd.grad(sum(x.sum() for x in together), params)
+    alone = [team.sequence_logprobs("speaker", [p], [c])[0][0] for p, c in zip(prompts, completions)]
+    for a, b in zip(together, alone):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    torch.testing.assert_close(together[0], together[2])
+    assert not torch.allclose(together[0], together[1])
+    for g, h in zip(grads, torch.autograd.grad(sum(x.sum() for x in alone), params)):
+        torch.testing.assert_close(g, h, atol=1e-5, rtol=1e-4)
+    assert [len(e) for e in ents] == [len(c) for c in completions]
+
+
 def test_entropy_as_a_statistic_stays_out_of_the_graph(tiny_paths):
     """``entropy_grad=False`` (the trainer's choice without an entropy bonus): the same entropies,
     detached, while the log-probs keep their gradient."""
