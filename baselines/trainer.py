@@ -137,6 +137,8 @@ class Trainer:
         """The transformers backend's options; with ``distributed.fsdp`` models decode through ``generate``
         (the fast path's merged sampling weights would hold copies of sharded parameters)."""
         options = self.config.generation.backend_options()
+        if self.team.per_agent_masks:  # each generate call must serve one adapter (one mask)
+            options = {**options, "mixed_adapters": False}
         return {**options, "decode": "generate"} if self.config.distributed.fsdp else options
 
     # -------------------------------------------------------------------- one step

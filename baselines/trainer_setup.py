@@ -53,7 +53,8 @@ def chance_reward(env: Any, module: Any, n_episodes: int = 1000, seed: int = 10*
 
 def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir: Path, env: Any = None) -> Team:
     """Load ``config.model.path``, or build the tiny local model over ``texts`` when it is None;
-    then apply the word mask of :func:`mask_words` (``env`` declares its ``action_words``)."""
+    then apply the word mask of :func:`mask_words` (``env`` declares its ``action_words``): one per model,
+    or, in LoRA mode when the agents' words differ, one per agent's adapter."""
     path = config.model.path
     if path is None:
         tiny_dir = Path(config.model.tiny_dir) if config.model.tiny_dir else run_dir / "tiny_model"
@@ -72,6 +73,12 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
                              gradient_checkpointing=config.model.gradient_checkpointing)
     team = Team.from_config(team_config, agents)
     for slot, slot_agents in team.models_and_agents().items():
+        if config.model.sharing == "lora":  # one adapter per agent: each agent may have its own mask
+            own = {a: mask_words(config, env, [a]) for a in slot_agents}
+            if len({tuple(w) if w else None for w in own.values()}) > 1:
+                team.restrict_agent_vocabularies(slot, {a: word_token_ids(team.tokenizer(a), w) if w else None
+                                                        for a, w in own.items()})
+                continue
         words = mask_words(config, env, slot_agents)
         if words:
             team.restrict_vocabulary(slot, word_token_ids(team.tokenizer(slot_agents[0]), words))

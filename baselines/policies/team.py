@@ -41,7 +41,7 @@ from baselines.policies.logprobs import completion_logprobs
 from baselines.policies.team_build import build_team_parts
 from baselines.policies.team_config import DEFAULT_LORA_TARGETS, Mode, PolicyKey, TeamConfig
 from baselines.policies.team_files import TEAM_FILE, export_pretrained, read_team, write_team
-from baselines.policies.vocab_mask import restrict_vocabulary
+from baselines.policies.vocab_mask import restrict_vocabulary, restrict_vocabulary_by_adapter
 
 __all__ = ["DEFAULT_LORA_TARGETS", "TEAM_FILE", "Mode", "PolicyKey", "Team", "TeamConfig"]
 
@@ -150,6 +150,23 @@ class Team:
         restrict_vocabulary(self._models[model_slot], allowed_ids)
         if model_slot in self._references:
             restrict_vocabulary(self._references[model_slot], allowed_ids)
+
+    def restrict_agent_vocabularies(self, model_slot: str, allowed_ids: Mapping[str, Sequence[int] | None]) -> None:
+        """LoRA mode: mask each agent of ``model_slot`` to its own ``allowed_ids[agent]`` (None: unmasked),
+        by the adapter active when the model runs; sampling must then not mix adapters in one batch
+        (:attr:`per_agent_masks` tells the trainer)."""
+        agents = self.models_and_agents().get(model_slot, [])
+        if self.config.mode != "lora" or not agents:
+            raise ValueError(f"per-agent vocabulary masks need a LoRA slot with agents, got {model_slot!r}")
+        unknown = set(allowed_ids) - set(agents)
+        if unknown:
+            raise KeyError(f"agents {sorted(unknown)} are not served by {model_slot!r} ({agents})")
+        restrict_vocabulary_by_adapter(self._models[model_slot],
+                                       {self._keys[a].adapter: ids for a, ids in allowed_ids.items()})
+        self.per_agent_masks = True
+
+    #: whether some LoRA slot masks its agents differently (no mixed-adapter batches then)
+    per_agent_masks: bool = False
 
     def device(self, agent: str) -> torch.device:
         return self._models[self.policy_key(agent).model].get_output_embeddings().weight.device

@@ -22,3 +22,32 @@ def test_mixed_action_words_on_one_model_is_an_error():
         mask_words(config, env, ["speaker", "listener"])
     assert mask_words(config, env, ["speaker"])  # one adapter per agent: each gets its own mask
     assert mask_words(config, env, ["listener"]) is None
+
+
+def test_lora_team_masks_each_agent_to_its_own_words(tmp_path):
+    """Message words disjoint from the candidates: in a LoRA team the speaker samples only message words
+    and the listener only candidates (one mask per adapter), and the training forward scores the
+    sampled tokens exactly as the sampler did (same masked distribution)."""
+    import torch
+
+    from baselines.config import load_config
+    from baselines.trainer import Trainer
+
+    kwargs = {"words": ["cat", "dog", "fox", "owl"], "n_candidates": 4, "message_length": 1,
+              "message_words": ["red", "blue", "green", "pink"]}
+    config = load_config(overrides=[f"env.kwargs={kwargs}", "model.sharing=lora", "rollout.tasks_per_step=6",
+                                    "rollout.group_size=4", "generation.max_new_tokens=1", "log.tensorboard=false",
+                                    "log.progress=false"])
+    trainer = Trainer(config, tmp_path)
+    assert trainer.team.per_agent_masks and trainer.backend_options()["mixed_adapters"] is False
+    table = trainer.collect(trainer.next_tasks()).table
+    said = {"speaker": set(), "listener": set()}
+    for agent in said:
+        rows = [i for i in range(len(table)) if table.agent[i] == agent]
+        said[agent] = {trainer.team.decode(agent, table.completion_ids[i]).strip() for i in rows}
+        logps, _ = trainer.team.sequence_logprobs(agent, [table.prompt_ids[i] for i in rows],
+                                                  [table.completion_ids[i] for i in rows])
+        for i, lp in zip(rows, logps):
+            torch.testing.assert_close(lp.detach(), torch.tensor(table.old_logprobs[i]), atol=1e-4, rtol=0)
+    assert said["speaker"] and said["speaker"] <= {"red", "blue", "green", "pink", ""}
+    assert said["listener"] and said["listener"] <= {"cat", "dog", "fox", "owl", ""}
