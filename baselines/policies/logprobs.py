@@ -14,6 +14,14 @@ have the same logits at every scored position, so each context is run through th
 every row sharing it gathers its own tokens from that one pass (gradients add up through the
 shared graph). A group of G samples of one prompt with one-token answers (the signal game's
 messages, a verdict, a digit) costs one forward instead of G; other rows are unaffected.
+
+A prefix every context of a chunk shares (the chat template and the role's system message, at
+least :data:`MIN_SHARED_PREFIX` tokens) is run once: its KV cache, with gradients, is replicated
+to every row, which then runs only its own tokens (laid out ``[shared][left pad][rest][completion]
+[right pad]``, positions continuing after the prefix). Short prompts are mostly that prefix, so
+the scoring forward shrinks to the tokens that differ. Only for models whose every layer is full
+attention without gradient checkpointing (a sliding window counts columns, which the padding
+after the prefix would shift); others take the one padded forward.
 """
 
 from __future__ import annotations
@@ -23,6 +31,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from torch import Tensor, nn
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+from baselines.policies.loading import checkpointed_layers
+
+#: a prefix shared by every context of a chunk is run once when it is at least this many tokens long
+MIN_SHARED_PREFIX = 8
+#: the keyword of the KV cache in a model's forward: ``cache`` since transformers 5.x, ``past_key_values`` before
+_CACHE_KW = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
 def _check(prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]], vocab: int) -> None:
@@ -120,19 +136,72 @@ def _context_logprobs(
     c_max = max(c_lens, default=0)
     if c_max == 0:
         return None
+    shared = shared_prefix_length(model, prompt_ids)
+    out = _prefix_forward(model, prompt_ids, completion_ids, shared, pad_id, c_max) if shared else None
+    if out is None:
+        ids, mask = _layout(prompt_ids, completion_ids, pad_id)
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=c_max + 1,
+                    use_cache=False)
+    # logits at column j predict token j+1: the last prompt column and the completion's columns but its
+    # last predict the completion (the rows are right-aligned at the prompt's end).
+    logits = out.logits[:, :c_max, :].float() / temperature
+    return torch.log_softmax(logits, dim=-1)
+
+
+def _layout(prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]],
+            pad_id: int) -> tuple[Tensor, Tensor]:
+    """(ids, attention mask) of rows ``[left pad][prompt][completion][right pad]``, every prompt ending
+    at the same column."""
     p_max = max(len(p) for p in prompt_ids)
-    width = p_max + c_max
-    ids = torch.full((len(c_lens), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(c_lens), width), dtype=torch.long)
+    width = p_max + max(len(c) for c in completion_ids)
+    ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
     for i, (p, c) in enumerate(zip(prompt_ids, completion_ids)):
         lo, hi = p_max - len(p), p_max + len(c)
         ids[i, lo:hi] = torch.tensor([*p, *c], dtype=torch.long)
         mask[i, lo:hi] = 1
+    return ids, mask
+
+
+def shared_prefix_length(model: nn.Module, prompt_ids: Sequence[Sequence[int]]) -> int:
+    """Tokens every prompt starts with (each keeps at least one of its own), when worth running once:
+    0 for a single row, a prefix under :data:`MIN_SHARED_PREFIX`, or a model it does not apply to."""
+    if len(prompt_ids) < 2 or not _full_attention(model):
+        return 0
+    n = min(len(p) for p in prompt_ids) - 1
+    first = prompt_ids[0]
+    for p in prompt_ids[1:]:
+        n = next((j for j in range(n) if int(p[j]) != int(first[j])), n)
+    return n if n >= MIN_SHARED_PREFIX else 0
+
+
+def _full_attention(model: nn.Module) -> bool:
+    """Every layer attends to every earlier column (no sliding window) and none is checkpointed."""
+    config = model.config
+    if any(layer.training for layer in checkpointed_layers(model)):
+        return False
+    types = getattr(config, "layer_types", None)
+    if types is not None:
+        return all(t == "full_attention" for t in types)
+    return getattr(config, "sliding_window", None) is None or getattr(config, "use_sliding_window", True) is False
+
+
+def _prefix_forward(model: nn.Module, prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]],
+                    n: int, pad_id: int, c_max: int) -> CausalLMOutputWithPast | None:
+    """The chunk's forward with its first ``n`` prompt tokens run once (module docstring); None when the
+    model's cache cannot be replicated (not plain dynamic layers)."""
+    device = model.get_output_embeddings().weight.device
+    head = torch.tensor([list(prompt_ids[0][:n])], dtype=torch.long, device=device)
+    cache = model(input_ids=head, use_cache=True, logits_to_keep=1)[_CACHE_KW]
+    layers = getattr(cache, "layers", None)
+    if not layers or any(type(layer).__name__ != "DynamicLayer" for layer in layers):
+        return None
+    cache.reorder_cache(torch.zeros(len(prompt_ids), dtype=torch.long, device=device))
+    ids, mask = _layout([p[n:] for p in prompt_ids], completion_ids, pad_id)
     ids, mask = ids.to(device), mask.to(device)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    out = model(
-        input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=c_max + 1, use_cache=False
-    )
-    # logits at column j predict token j+1: columns p_max-1 .. p_max+c_max-2 predict the completion.
-    logits = out.logits[:, :c_max, :].float() / temperature
-    return torch.log_softmax(logits, dim=-1)
+    positions = n + (mask.cumsum(-1) - 1).clamp(min=0)
+    full_mask = torch.cat([torch.ones(len(prompt_ids), n, dtype=mask.dtype, device=device), mask], dim=1)
+    return model(input_ids=ids, attention_mask=full_mask, position_ids=positions, logits_to_keep=c_max + 1,
+                 use_cache=True, **{_CACHE_KW: cache})

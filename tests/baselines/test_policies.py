@@ -89,7 +89,7 @@ def test_rows_sharing_a_context_are_scored_in_one_forward(tiny_paths):
                                            with_kwargs=True)
     together, ents = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True)
     hook.remove()
-    assert seen == [3]  # 7 rows, 3 contexts: prompt (4 one-word rows), other + " egg" (2), prompt + " egg"
+    assert seen[-1] == 3  # 7 rows, 3 contexts: prompt (4 one-word rows), other + " egg" (2), prompt + " egg"
     params = [p for p in model.parameters() if p.requires_grad]
     grads = torch.autograd.grad(sum(x.sum() for x in together), params)
     alone = [team.sequence_logprobs("speaker", [p], [c])[0][0] for p, c in zip(prompts, completions)]
@@ -100,6 +100,40 @@ def test_rows_sharing_a_context_are_scored_in_one_forward(tiny_paths):
     for g, h in zip(grads, torch.autograd.grad(sum(x.sum() for x in alone), params)):
         torch.testing.assert_close(g, h, atol=1e-5, rtol=1e-4)
     assert [len(e) for e in ents] == [len(c) for c in completions]
+
+
+def test_a_prefix_every_row_shares_is_run_once(tiny_paths, monkeypatch):
+    """The chat template and system message every prompt starts with go through the model once (batch 1),
+    the rows only through their own tokens; log-probs, entropies and gradients as with one padded forward."""
+    from baselines.policies import logprobs
+
+    team = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["word"]), AGENTS)
+    prompts, completions = batch(team)
+    model = team.model("speaker")
+    n = logprobs.shared_prefix_length(model, prompts)
+    assert n >= logprobs.MIN_SHARED_PREFIX
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def score() -> tuple[list[tuple[int, ...]], list[torch.Tensor], list[torch.Tensor], tuple]:
+        shapes: list[tuple[int, ...]] = []
+        hook = model.register_forward_pre_hook(lambda m, a, kw: shapes.append(tuple(kw["input_ids"].shape)),
+                                               with_kwargs=True)
+        lps, ents = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True)
+        hook.remove()
+        return shapes, lps, ents, torch.autograd.grad(sum(x.sum() for x in lps), params)
+
+    shapes, lps, ents, grads = score()
+    width = max(len(p) for p in prompts) + max(len(c) for c in completions)
+    assert shapes == [(1, n), (3, width - n)]
+    monkeypatch.setattr(logprobs, "MIN_SHARED_PREFIX", 10**6)
+    shapes_plain, lps_plain, ents_plain, grads_plain = score()
+    assert shapes_plain == [(3, width)]
+    for a, b in zip([*lps, *ents], [*lps_plain, *ents_plain]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    for g, h in zip(grads, grads_plain):
+        torch.testing.assert_close(g, h, atol=1e-5, rtol=1e-4)
+    windowed = Team.from_config(TeamConfig(mode="shared", model=tiny_paths["windowed"]), AGENTS)
+    assert logprobs.shared_prefix_length(windowed.model("speaker"), prompts) == 0  # a sliding window: no
 
 
 def test_entropy_as_a_statistic_stays_out_of_the_graph(tiny_paths):
