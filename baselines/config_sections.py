@@ -177,6 +177,10 @@ class LogConfig:
     #: also write each step's sample table to samples/step_<k>.jsonl (all ranks' rows; can be large) and its
     #: decoded text and advantages to samples/step_<k>.text.jsonl (for report.html, baselines.report)
     save_samples: bool = False
+    #: measure each agent's KL to its starting policy every step (``agent/<name>/kl_ref``, k3 on the step's
+    #: tokens) without adding it to the loss; the frozen reference is the adapter-free base in LoRA mode
+    #: (no copy), a frozen copy of each model otherwise. ``loss.kl_coef > 0`` measures it anyway.
+    kl_to_start: bool = False
 
 
 @dataclass

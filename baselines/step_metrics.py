@@ -1,7 +1,8 @@
 """The metrics of one training step, logged by AGENT name (``agent/<name>/...``).
 
 Reward, advantage mean/std, gradient norm, KL, clip fraction, entropy, response length, the
-agent's reward statistics mu_k / sigma_k and the Dr. MAS amplification factor, per policy
+share of the agent's sample groups whose values are all equal (``zero_var_groups``: no signal),
+the agent's reward statistics mu_k / sigma_k and the Dr. MAS amplification factor, per policy
 gradient norms; :func:`progress_line` is the one-line console summary.
 """
 
@@ -46,7 +47,8 @@ def step_metrics(result: rollout.RolloutResult, adv: AdvantageResult, update: di
             a = adv.advantages[rows]
             m.update({p + "reward": float(table.reward[rows].mean()), p + "adv_mean": float(a.mean()),
                       p + "adv_std": float(a.std()), p + "response_len": float(lengths[rows].mean()),
-                      p + "n_rows": float(rows.sum())})
+                      p + "n_rows": float(rows.sum()),
+                      p + "zero_var_groups": zero_variance_share(adv.groups[rows], adv.values[rows])})
         if agent in stats:
             s = stats[agent]
             m.update({p + "mu": s.mu, p + "sigma": s.sigma, p + "amplification": s.amplification})
@@ -59,6 +61,15 @@ def step_metrics(result: rollout.RolloutResult, adv: AdvantageResult, update: di
     for key, values in update["per_set"].items():
         m[f"policy/{key}/grad_norm"] = mean(values)
     return m
+
+
+def zero_variance_share(groups: np.ndarray, values: np.ndarray) -> float:
+    """Share of the groups of more than one row whose ``values`` are all equal (NaN: no such group)."""
+    by_group: dict[int, list[float]] = {}
+    for g, v in zip(groups.tolist(), values.tolist()):
+        by_group.setdefault(g, []).append(v)
+    sizes = [v for v in by_group.values() if len(v) > 1]
+    return float(np.mean([max(v) == min(v) for v in sizes])) if sizes else float("nan")
 
 
 def progress_line(step: int, m: dict[str, float], agents: list[str]) -> str:

@@ -69,7 +69,7 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
         path = str(tiny_dir)
     team_config = TeamConfig(mode=config.model.sharing, model=path, lora_r=config.model.lora_r,
                              lora_alpha=config.model.lora_alpha, dtype=config.model.dtype, device=config.device,
-                             reference=config.loss.kl_coef > 0,
+                             reference=config.loss.kl_coef > 0 or config.log.kl_to_start,
                              gradient_checkpointing=config.model.gradient_checkpointing)
     team = Team.from_config(team_config, agents)
     for slot, slot_agents in team.models_and_agents().items():

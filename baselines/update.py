@@ -208,7 +208,7 @@ class Updater:
                                   batch_first=True).to(device)
         old = pad_sequence([old_all[int(i)] for i in idx], batch_first=True).to(device) if old_all else rollout_lp
         ref = None
-        if self.config.loss.kl_coef > 0:
+        if self.config.loss.kl_coef > 0 or self.config.log.kl_to_start:  # the KL term, or the statistic only
             ref = pad_sequence(self.team.reference_logprobs(agent, prompts, completions, temperature=temp),
                                batch_first=True).to(device)
         loss, stats = policy_loss(lp, old, advantages[torch.as_tensor(idx)].to(device), mask, self.config.loss,

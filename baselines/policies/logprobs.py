@@ -62,6 +62,7 @@ def completion_logprobs(
     with_entropy: bool = False,
     entropy_grad: bool = True,
     batch_size: int | None = None,
+    share: bool = True,
 ) -> tuple[list[Tensor], list[Tensor] | None]:
     """Log-prob of every completion token (and optionally the entropy of each step's distribution).
 
@@ -69,13 +70,17 @@ def completion_logprobs(
     autograd graph when gradients are enabled. ``entropy_grad=False`` computes the entropies
     outside the graph (a statistic only: no full-vocabulary tensors kept for the backward pass).
     ``batch_size`` splits the distinct contexts (module docstring) into chunks of at most that
-    many rows (one forward each); results are independent of the chunking.
+    many rows (one forward each); results are independent of the chunking. ``share=False`` runs every
+    row in full (no shared contexts or prefix; the reference the sharing is checked against).
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 to score tokens, got {temperature}")
     vocab = model.get_output_embeddings().weight.shape[0]
     _check(prompt_ids, completion_ids, vocab)
-    contexts, owner = unique_contexts(prompt_ids, completion_ids)
+    if share:
+        contexts, owner = unique_contexts(prompt_ids, completion_ids)
+    else:
+        contexts, owner = list(range(len(prompt_ids))), np.arange(len(prompt_ids))
     members: list[list[int]] = [[] for _ in contexts]
     for i, u in enumerate(owner):
         members[u].append(i)
@@ -86,7 +91,7 @@ def completion_logprobs(
     for start in range(0, len(contexts), step):
         chunk = contexts[start : start + step]
         logp_all = _context_logprobs(model, [prompt_ids[r] for r in chunk], [completion_ids[r] for r in chunk],
-                                     pad_id=pad_id, temperature=temperature)
+                                     pad_id=pad_id, temperature=temperature, share=share)
         entropy = None
         if with_entropy and logp_all is not None:
             # differentiated, it keeps rows x tokens x vocabulary floats twice more for the backward pass
@@ -128,6 +133,7 @@ def _context_logprobs(
     *,
     pad_id: int,
     temperature: float,
+    share: bool = True,
 ) -> Tensor | None:
     """``log_softmax(logits / temperature)`` at the completion positions, ``[rows, C_max, vocab]`` float32
     (None when every completion is empty)."""
@@ -136,7 +142,7 @@ def _context_logprobs(
     c_max = max(c_lens, default=0)
     if c_max == 0:
         return None
-    shared = shared_prefix_length(model, prompt_ids)
+    shared = shared_prefix_length(model, prompt_ids) if share else 0
     out = _prefix_forward(model, prompt_ids, completion_ids, shared, pad_id, c_max) if shared else None
     if out is None:
         ids, mask = _layout(prompt_ids, completion_ids, pad_id)

@@ -206,13 +206,16 @@ class Team:
         entropy_grad: bool = True,
         temperature: float = 1.0,
         batch_size: int | None = None,
+        share: bool = True,
     ) -> tuple[list[Tensor], list[Tensor] | None]:
         """Per-token log-probs of each completion under ``agent``'s current policy, WITH gradients.
 
         One batched forward per ``batch_size`` rows (all rows by default). ``temperature``
         divides the logits first; use the generation temperature to reproduce
         :attr:`GenOutput.logprobs`. Returns (log-probs, entropies or None), one 1-D float32
-        tensor per row; ``entropy_grad=False`` leaves the entropies out of the graph.
+        tensor per row; ``entropy_grad=False`` leaves the entropies out of the graph. Rows sharing a
+        context or a prefix share their forward (:func:`~baselines.policies.logprobs.completion_logprobs`;
+        ``share=False``: every row in full).
         """
         model = self.model(agent)
         return completion_logprobs(
@@ -224,6 +227,7 @@ class Team:
             with_entropy=with_entropy,
             entropy_grad=entropy_grad,
             batch_size=batch_size,
+            share=share,
         )
 
     def reference_logprobs(

@@ -102,7 +102,7 @@ def test_rows_sharing_a_context_are_scored_in_one_forward(tiny_paths):
     assert [len(e) for e in ents] == [len(c) for c in completions]
 
 
-def test_a_prefix_every_row_shares_is_run_once(tiny_paths, monkeypatch):
+def test_a_prefix_every_row_shares_is_run_once(tiny_paths):
     """The chat template and system message every prompt starts with go through the model once (batch 1),
     the rows only through their own tokens; log-probs, entropies and gradients as with one padded forward."""
     from baselines.policies import logprobs
@@ -114,19 +114,18 @@ def test_a_prefix_every_row_shares_is_run_once(tiny_paths, monkeypatch):
     assert n >= logprobs.MIN_SHARED_PREFIX
     params = [p for p in model.parameters() if p.requires_grad]
 
-    def score() -> tuple[list[tuple[int, ...]], list[torch.Tensor], list[torch.Tensor], tuple]:
+    def score(share: bool = True) -> tuple[list[tuple[int, ...]], list[torch.Tensor], list[torch.Tensor], tuple]:
         shapes: list[tuple[int, ...]] = []
         hook = model.register_forward_pre_hook(lambda m, a, kw: shapes.append(tuple(kw["input_ids"].shape)),
                                                with_kwargs=True)
-        lps, ents = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True)
+        lps, ents = team.sequence_logprobs("speaker", prompts, completions, with_entropy=True, share=share)
         hook.remove()
         return shapes, lps, ents, torch.autograd.grad(sum(x.sum() for x in lps), params)
 
     shapes, lps, ents, grads = score()
     width = max(len(p) for p in prompts) + max(len(c) for c in completions)
     assert shapes == [(1, n), (3, width - n)]
-    monkeypatch.setattr(logprobs, "MIN_SHARED_PREFIX", 10**6)
-    shapes_plain, lps_plain, ents_plain, grads_plain = score()
+    shapes_plain, lps_plain, ents_plain, grads_plain = score(share=False)
     assert shapes_plain == [(3, width)]
     for a, b in zip([*lps, *ents], [*lps_plain, *ents_plain]):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)

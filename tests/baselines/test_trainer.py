@@ -116,6 +116,24 @@ def test_kl_to_the_frozen_reference(namer_dir, tmp_path):
     assert second["agent/speaker/kl_ref"] > 0
 
 
+def test_kl_to_the_start_is_measured_without_entering_the_loss(namer_dir, tmp_path):
+    """``log.kl_to_start``: every step logs each agent's KL to its starting policy (the adapter-free base),
+    0 at the first step, and the weights move exactly as without it."""
+    runs = {}
+    for flag in (True, False):
+        trainer = Trainer(small_config(namer_dir, "model.sharing=lora", "optim.lr=0.01",
+                                       f"log.kl_to_start={str(flag).lower()}"), tmp_path / str(flag))
+        metrics = [trainer.train_step() for _ in range(3)]
+        runs[flag] = (snapshot(trainer), metrics)
+    weights, metrics = runs[True]
+    for agent in ("speaker", "listener"):
+        assert metrics[0][f"agent/{agent}/kl_ref"] == pytest.approx(0.0, abs=1e-6)
+        assert metrics[2][f"agent/{agent}/kl_ref"] > 0
+        assert f"agent/{agent}/kl_ref" not in runs[False][1][2]
+        assert 0.0 <= metrics[0][f"agent/{agent}/zero_var_groups"] <= 1.0
+    assert all(torch.equal(weights[n], runs[False][0][n]) for n in weights)
+
+
 @pytest.mark.parametrize("sharing", ["shared", "lora", "separate"])
 def test_env_action_words_mask_every_policy_and_its_reference(sharing, namer_dir, tmp_path):
     trainer = Trainer(small_config(namer_dir, f"model.sharing={sharing}", "loss.kl_coef=0.1"), tmp_path)
@@ -149,3 +167,11 @@ def test_mask_words_sources(namer_dir):
     assert code.model.mask_to_action_words and code.model.restrict_to_words is None
     helper = llm_marl_envs.make("code/helper_main_v0")
     assert mask_words(code, helper, list(helper.possible_agents)) is None  # free text: no mask
+
+
+def test_zero_variance_share_counts_groups_of_equal_values():
+    from baselines.step_metrics import zero_variance_share
+
+    groups, values = np.array([0, 0, 1, 1, 2]), np.array([1.0, 1.0, 0.0, 1.0, 5.0])
+    assert zero_variance_share(groups, values) == 0.5  # group 2 is a singleton: not counted
+    assert np.isnan(zero_variance_share(np.array([3]), np.array([1.0])))
