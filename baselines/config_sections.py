@@ -66,6 +66,9 @@ class ModelConfig:
     #: when restrict_to_words is None, mask each policy to the words the env declares with
     #: ``action_words(agent)`` (the signal game's vocabulary; free-text tasks declare none)
     mask_to_action_words: bool = True
+    #: the word mask also allows EOS (the policy may end its answer); false for one-word answers
+    #: (``generation.max_new_tokens: 1``), where EOS first is an empty answer, not a word
+    mask_eos: bool = True
     lora_r: int = 8
     lora_alpha: int = 16
     dtype: str = "float32"

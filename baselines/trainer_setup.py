@@ -72,16 +72,17 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
                              reference=config.loss.kl_coef > 0 or config.log.kl_to_start,
                              gradient_checkpointing=config.model.gradient_checkpointing)
     team = Team.from_config(team_config, agents)
+    eos = config.model.mask_eos
     for slot, slot_agents in team.models_and_agents().items():
         if config.model.sharing == "lora":  # one adapter per agent: each agent may have its own mask
             own = {a: mask_words(config, env, [a]) for a in slot_agents}
             if len({tuple(w) if w else None for w in own.values()}) > 1:
-                team.restrict_agent_vocabularies(slot, {a: word_token_ids(team.tokenizer(a), w) if w else None
+                team.restrict_agent_vocabularies(slot, {a: word_token_ids(team.tokenizer(a), w, eos) if w else None
                                                         for a, w in own.items()})
                 continue
         words = mask_words(config, env, slot_agents)
         if words:
-            team.restrict_vocabulary(slot, word_token_ids(team.tokenizer(slot_agents[0]), words))
+            team.restrict_vocabulary(slot, word_token_ids(team.tokenizer(slot_agents[0]), words, eos))
     return team
 
 

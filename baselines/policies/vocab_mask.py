@@ -24,9 +24,10 @@ from torch.utils.hooks import RemovableHandle
 MASKED_LOGIT = -1e9
 
 
-def word_token_ids(tokenizer, words: Iterable[str]) -> list[int]:
-    """Ids of every single-token spelling of ``words`` (``"cat"`` and ``" cat"``) plus EOS."""
-    ids = {tokenizer.eos_token_id}
+def word_token_ids(tokenizer, words: Iterable[str], eos: bool = True) -> list[int]:
+    """Ids of every single-token spelling of ``words`` (``"cat"`` and ``" cat"``) plus EOS (unless ``eos=False``:
+    one-word answers, where ending at once is an empty answer rather than a choice)."""
+    ids = {tokenizer.eos_token_id} if eos else set()
     for word in words:
         for spelling in (word, " " + word):
             pieces = tokenizer.encode(spelling, add_special_tokens=False)

@@ -37,7 +37,7 @@ def test_lora_team_masks_each_agent_to_its_own_words(tmp_path):
               "message_words": ["red", "blue", "green", "pink"]}
     config = load_config(overrides=[f"env.kwargs={kwargs}", "model.sharing=lora", "rollout.tasks_per_step=6",
                                     "rollout.group_size=4", "generation.max_new_tokens=1", "log.tensorboard=false",
-                                    "log.progress=false"])
+                                    "log.progress=false", "model.mask_eos=false"])
     trainer = Trainer(config, tmp_path)
     assert trainer.team.per_agent_masks and trainer.backend_options()["mixed_adapters"] is False
     table = trainer.collect(trainer.next_tasks()).table
@@ -49,5 +49,10 @@ def test_lora_team_masks_each_agent_to_its_own_words(tmp_path):
                                                   [table.completion_ids[i] for i in rows])
         for i, lp in zip(rows, logps):
             torch.testing.assert_close(lp.detach(), torch.tensor(table.old_logprobs[i]), atol=1e-4, rtol=0)
-    assert said["speaker"] and said["speaker"] <= {"red", "blue", "green", "pink", ""}
-    assert said["listener"] and said["listener"] <= {"cat", "dog", "fox", "owl", ""}
+    # model.mask_eos=false: a one-word answer is a word, never the empty answer EOS would make
+    assert said["speaker"] and said["speaker"] <= {"red", "blue", "green", "pink"}
+    assert said["listener"] and said["listener"] <= {"cat", "dog", "fox", "owl"}
+    tok = trainer.team.tokenizer("speaker")
+    from baselines.policies.vocab_mask import word_token_ids
+
+    assert tok.eos_token_id in word_token_ids(tok, ["red"]) and tok.eos_token_id not in word_token_ids(tok, ["red"], eos=False)
