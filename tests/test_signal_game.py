@@ -146,3 +146,42 @@ def test_message_words_pass_the_compliance_checks():
 def test_bad_message_words_are_rejected(bad):
     with pytest.raises(ValueError, match="message_words"):
         signal_game_v0.raw_env(message_words=bad)
+
+
+PRIVATE = {"words": ("red", "yellow", "purple", "green"), "n_candidates": 4, "message_length": 1,
+           "listener_words": ("north", "south", "east", "west")}
+
+
+def test_listener_words_the_listener_answers_by_its_own_names():
+    env = signal_game_v0.env(n_rounds=3, **PRIVATE)
+    for seed in range(5):
+        assert play_episode(env, signal_game_v0.best_policy, seed) == 3.0
+    env.reset(seed=1)
+    raw = env.unwrapped
+    assert env.observe("speaker")["text"].endswith(f"target: {raw.target}")
+    env.step(raw.target)  # the speaker names the target in its own words
+    shown = env.observe("listener")["text"].rsplit("candidates: ", 1)[1].split("\n")[0].split()
+    assert sorted(shown) == sorted(PRIVATE["listener_words"])  # the listener sees its own names only
+    assert env.observe("listener")["text"].endswith(f"message: {raw.target}")
+    env.step(raw.target)  # echoing the speaker's word names no candidate of the listener
+    assert raw.outcomes == [False] and "named no candidate" in raw.record.steps[-1].format_issues[0]
+    env.step(raw.target)
+    env.step(raw.listener_name[raw.target])  # its own name of the target wins
+    assert raw.outcomes == [False, True]
+    assert raw.observe_chat("listener")[-1]["content"] == "result: correct"
+    assert raw.action_words("listener") == PRIVATE["listener_words"]
+    assert raw.action_words("speaker") == PRIVATE["words"]
+
+
+def test_listener_words_pass_the_compliance_checks_and_bad_ones_are_rejected():
+    import dataclasses
+
+    import llm_marl_envs
+    from llm_marl_envs import testing
+
+    spec = llm_marl_envs.spec("toy/signal_game_v0")
+    testing.check_env(dataclasses.replace(spec, test_kwargs={**spec.test_kwargs, **PRIVATE, "n_rounds": 2}),
+                      verbose=False)
+    for bad in (("north", "south"), ("north", "north", "east", "west"), ("a b", "c", "d", "e")):
+        with pytest.raises(ValueError, match="listener_words"):
+            signal_game_v0.raw_env(**{**PRIVATE, "listener_words": bad})

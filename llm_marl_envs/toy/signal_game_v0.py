@@ -20,6 +20,13 @@ wins only by agreeing on a code. :func:`best_policy` plays the code "the i-th vo
 is sent as the i-th message word" (cyclic; optimal when there are at least as many message
 words as vocabulary words).
 
+Private names: with ``listener_words`` the listener knows the vocabulary by its own names (the
+i-th vocabulary word is shown to it, and answered by it, as ``listener_words[i]``) while the speaker
+sees and says the vocabulary words. A message then means nothing to the listener until the team
+agrees on which of its names the speaker's words stand for: the speaker can name the target as an
+instruct model would, and the listener must learn the correspondence. :func:`best_policy` answers
+with the listener's name of the word the message names.
+
 Format issues (reported in ``infos[agent]["format_issues"]``, penalized by
 ``format_penalty`` per agent, 0 by default): a message longer than ``message_length``
 words (cut), message words outside ``message_words`` (dropped), a listener answer naming no candidate or several candidates.
@@ -69,6 +76,7 @@ class raw_env(TextCollabEnv):
             the first round, for a target that stays the same for the whole episode).
         words: the vocabulary candidates are drawn from.
         message_words: the only words a message may use (None: any word); see the module docstring.
+        listener_words: the listener's own names of ``words`` (same length; None: the same words).
         format_penalty: added to the team reward once per agent with a format issue.
         render_mode: "ansi" or "human".
     """
@@ -89,6 +97,7 @@ class raw_env(TextCollabEnv):
         reward_at: str = "round",
         speaker_turns: str = "every",
         message_words: tuple[str, ...] | None = None,
+        listener_words: tuple[str, ...] | None = None,
     ) -> None:
         if reward_at not in ("round", "end"):
             raise ValueError(f"reward_at must be 'round' or 'end', got {reward_at!r}")
@@ -105,6 +114,10 @@ class raw_env(TextCollabEnv):
             message_words = tuple(dict.fromkeys(w.lower() for w in message_words))
             if not message_words or any(words_of(w) != [w] for w in message_words):
                 raise ValueError("message_words must be non-empty, each a single word of letters or digits")
+        if listener_words is not None:
+            listener_words = tuple(w.lower() for w in listener_words)
+            if len(set(listener_words)) != len(words) or any(words_of(w) != [w] for w in listener_words):
+                raise ValueError(f"listener_words must be {len(words)} distinct single words, one per vocabulary word")
         speaker = CODE_SPEAKER_INSTRUCTIONS if message_words is not None else SPEAKER_INSTRUCTIONS
         super().__init__(
             [Role("speaker", speaker), Role("listener", LISTENER_INSTRUCTIONS)],
@@ -120,6 +133,9 @@ class raw_env(TextCollabEnv):
         self.speaker_turns = speaker_turns
         self.words = words
         self.message_words = message_words
+        #: the listener's name of each vocabulary word, and back
+        self.listener_name = dict(zip(words, listener_words or words))
+        self.word_of_listener_name = {v: k for k, v in self.listener_name.items()}
         self.candidates: list[str] = []
         self.target = ""
         self.message = ""
@@ -153,7 +169,7 @@ class raw_env(TextCollabEnv):
         self.tell("speaker", f"candidates: {' '.join(self.candidates)}\ntarget: {self.target}{vocabulary}")
 
     def _show_listener(self) -> None:
-        shown = list(self.np_random.permutation(self.candidates))
+        shown = [self.listener_name[w] for w in self.np_random.permutation(self.candidates)]
         self.tell("listener", f"candidates: {' '.join(shown)}\nmessage: {self.message}")
 
     def _on_action(self, agent: str, action: Action) -> None:
@@ -170,7 +186,8 @@ class raw_env(TextCollabEnv):
             self.message = " ".join(words[: self.message_length])
             self._show_listener()
             return
-        named = list(dict.fromkeys(w for w in words_of(action.text) if w in self.candidates))
+        said = (self.word_of_listener_name.get(w) for w in words_of(action.text))
+        named = list(dict.fromkeys(w for w in said if w in self.candidates))
         if len(named) == 1:
             self.guess = named[0]
         else:
@@ -179,9 +196,9 @@ class raw_env(TextCollabEnv):
     def _end_turn(self) -> TurnOutcome:
         correct = self.guess == self.target
         self.outcomes.append(correct)
-        result = "correct" if correct else f"wrong, target was {self.target}"
         for agent in self.agents:
-            self.tell(agent, f"result: {result}")
+            name = self.listener_name[self.target] if agent == "listener" else self.target
+            self.tell(agent, f"result: {'correct' if correct else f'wrong, target was {name}'}")
         last_round = len(self.outcomes) >= self.n_rounds
         reward = float(correct) if self.reward_at == "round" else float(sum(self.outcomes)) * last_round
         return TurnOutcome(reward, {"correct": float(correct)}, terminated=last_round)
@@ -195,11 +212,11 @@ class raw_env(TextCollabEnv):
         return (low, float(self.n_rounds))
 
     def action_words(self, agent: str) -> tuple[str, ...]:
-        """The listener names a candidate (the vocabulary); the speaker uses the message words, or the
-        vocabulary when there are none."""
+        """The listener names a candidate (the vocabulary, by its own names); the speaker uses the message
+        words, or the vocabulary when there are none."""
         if agent == "speaker" and self.message_words is not None:
             return self.message_words
-        return self.words
+        return tuple(self.listener_name[w] for w in self.words) if agent == "listener" else self.words
 
     def code_word(self, word: str) -> str:
         """The message :func:`best_policy` sends for ``word``: the message word at its vocabulary index (cyclic)."""
@@ -223,18 +240,19 @@ parallel_env = make_parallel_env_fn(raw_env)
 @noop_when_idle
 def best_policy(env, agent: str) -> str:
     """Optimal play from the agent's own observation: name the target / echo the message; with
-    ``message_words``, send the target's code word / name the candidate whose code word is the message."""
+    ``message_words``, send the target's code word / name the candidate whose code word is the message;
+    with ``listener_words``, answer by the listener's own name of the word meant."""
     text = env.observe(agent)["text"]
     last = text.rsplit("candidates:", 1)[-1]
     key = "target:" if agent == "speaker" else "message:"
     said = last.split(key, 1)[1].split("\n", 1)[0].strip()
     raw = env.unwrapped
-    if raw.message_words is None:
-        return said
     if agent == "speaker":
-        return raw.code_word(said)
-    candidates = last.split("\n", 1)[0].split()
-    return next((c for c in candidates if raw.code_word(c) == said), candidates[0])
+        return said if raw.message_words is None else raw.code_word(said)
+    if raw.message_words is None:
+        return raw.listener_name.get(said, said)  # echo the word meant, by the listener's own name
+    shown = last.split("\n", 1)[0].split()
+    return next((c for c in shown if raw.code_word(raw.word_of_listener_name[c]) == said), shown[0])
 
 
 @noop_when_idle
