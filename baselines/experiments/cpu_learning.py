@@ -20,13 +20,22 @@ standard deviations).
 ``--curves RUN`` draws a run's per-agent curves from its ``metrics.jsonl``: train reward, KL to the
 starting policy (``agent/<name>/kl_ref``, logged with ``log.kl_to_start``), response length and the
 share of the agent's groups with no reward variance.
+
+``--report RUN --html FILE --shots PREFIX`` writes the run's ``report.html`` with the episodes of
+its first and last step (the samples ``log.save_samples`` saved; the other steps' are left out so
+the page stays small) and, through headless Chromium (:mod:`baselines.report.browser`), three
+screenshots: ``PREFIX_episodes.png`` (the last step's episodes: the team's messages and rewards),
+``PREFIX_before.png`` and ``PREFIX_after.png`` (one episode of the first and of the last step,
+the agents' turns side by side).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +113,54 @@ def plot_curves(run: Path, png: Path, title: str) -> None:
     plt.close(fig)
 
 
+def report_before_after(run: Path, html: Path, shots: str | None) -> Path:
+    """The run's report with its first and last step's episodes, and the screenshots (module docstring)."""
+    from baselines.report import write_report
+
+    steps = sorted(int(p.name.split("_")[1].split(".")[0]) for p in (run / "samples").glob("step_*.text.jsonl"))
+    if not steps:
+        raise FileNotFoundError(f"{run}/samples holds no step_<k>.text.jsonl: train with log.save_samples=true")
+    keep = {steps[0], steps[-1]}
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / run.name
+        (copy / "samples").mkdir(parents=True)
+        for name in ("config.yaml", "metrics.jsonl"):
+            if (run / name).is_file():
+                shutil.copy(run / name, copy / name)
+        for k in keep:
+            for suffix in (".jsonl", ".text.jsonl"):
+                if (run / "samples" / f"step_{k}{suffix}").is_file():
+                    shutil.copy(run / "samples" / f"step_{k}{suffix}", copy / "samples" / f"step_{k}{suffix}")
+        html.parent.mkdir(parents=True, exist_ok=True)
+        write_report(copy, html)
+    if shots:
+        screenshots(html, shots, steps[0], steps[-1])
+    return html
+
+
+def screenshots(html: Path, prefix: str, first: int, last: int) -> None:
+    """The last step's episode list and one episode of the first and of the last step, as PNGs."""
+    from baselines.report.browser import Browser, find_chromium
+    from baselines.report.render import extract
+
+    binary = find_chromium()
+    if binary is None:
+        raise RuntimeError("no chromium found for the screenshots (apt-get install chromium)")
+    episodes = extract(html.read_text(encoding="utf-8"))["episodes"]
+    pick = {step: next(i for i, e in enumerate(episodes) if e["s"] == step) for step in (first, last)}
+    with Browser(binary, width=1280, height=760) as b:
+        b.open(html)
+        b.wait_for("document.body.dataset.ready")
+        b.js("document.querySelector('#tabs button[data-id=episodes]').click()")
+        b.js(f"(() => {{ const s = document.querySelector('#episodes select'); s.value = '{last}'; "
+             "s.dispatchEvent(new Event('change')); })()")
+        b.screenshot(f"{prefix}_episodes.png")
+        for name, step in (("before", first), ("after", last)):
+            b.js(f"location.hash = 'ep={pick[step]}'")
+            b.wait_for("document.querySelectorAll('#episode .turn').length")
+            b.screenshot(f"{prefix}_{name}.png")
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cell", nargs="+", action="append", metavar=("CONFIG", "SCHEME"),
@@ -112,7 +169,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--curves", help="a run folder (metrics.jsonl) to draw per-agent curves of")
     ap.add_argument("--png", help="where --curves writes its figure")
     ap.add_argument("--title", default="")
+    ap.add_argument("--report", help="a run folder saved with log.save_samples=true: its before/after report")
+    ap.add_argument("--html", help="where --report writes report.html")
+    ap.add_argument("--shots", help="--report: also write PREFIX_episodes.png, PREFIX_before.png, PREFIX_after.png")
     args = ap.parse_args(argv)
+    if args.report:
+        print(f"report: {report_before_after(Path(args.report), Path(args.html or Path(args.report) / 'report.html'), args.shots)}")
     if args.curves:
         if not args.png:
             ap.error("--curves needs --png")
