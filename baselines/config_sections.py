@@ -82,8 +82,7 @@ class GenerationSettings:
     def backend_options(self) -> dict:
         """The transformers backend's keyword arguments these settings name."""
         return {"max_batch_size": self.max_batch_size or None, "decode": self.decode,
-                "merge_adapters": self.merge_adapters, "static_cache": self.static_cache,
-                "cuda_graphs": self.cuda_graphs}  # fmt: skip
+                "team_decoder": self.team_decoder, "cuda_graphs": self.cuda_graphs}  # fmt: skip
 
     max_new_tokens: int = 1
     temperature: float = 1.0
@@ -92,14 +91,13 @@ class GenerationSettings:
     backend: Literal["transformers", "vllm", "vllm_server"] = "transformers"
     #: max sequences per generate() call (0 = all at once)
     max_batch_size: int = 0
-    #: transformers backend: "fast" (lean decode loop, merged LoRA sampling weights, static cache and
-    #: CUDA graphs on CUDA; same sampling and log-probs) or "generate" (``model.generate``)
+    #: transformers backend: "fast" (lean decode loop: the whole team in one forward per token, CUDA
+    #: graphs on CUDA; same sampling distribution and log-probs) or "generate" (``model.generate``)
     decode: Literal["fast", "generate"] = "fast"
-    #: fast decode of a LoRA team: sample from per-adapter merged weights (false: peft, one call per adapter)
-    merge_adapters: bool = True
-    #: fast decode: pre-allocated static KV cache (null: on CUDA only)
-    static_cache: bool | None = None
-    #: fast decode: capture the static-cache decode step as a CUDA graph (null: on CUDA only; never on CPU)
+    #: fast decode through the team decoder (Llama / Mistral / Qwen2 layouts; null: where the model allows
+    #: it, false: the model's own forward with peft's per-row adapters)
+    team_decoder: bool | None = None
+    #: fast decode: capture the team decoder's step as a CUDA graph (null: on CUDA; never on a CPU)
     cuda_graphs: bool | None = None
     #: vLLM backend: GPU memory fraction for its engines
     vllm_gpu_memory_utilization: float = 0.4

@@ -40,8 +40,12 @@ def restrict_vocabulary(model: nn.Module, allowed_ids: Iterable[int]) -> Removab
         raise ValueError("restrict_vocabulary needs at least one allowed token")
     bias = torch.full((head.weight.shape[0],), MASKED_LOGIT)
     bias[allowed] = 0.0
+    placed: dict[tuple, torch.Tensor] = {}  # the bias on each (device, dtype) it was asked for, made once
 
     def add_mask(module: nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor:
-        return output + bias.to(device=output.device, dtype=output.dtype)
+        key = (output.device, output.dtype)
+        if key not in placed:  # a host-to-device copy: never inside a CUDA graph capture (warm-ups run first)
+            placed[key] = bias.to(device=output.device, dtype=output.dtype)
+        return output + placed[key]
 
     return head.register_forward_hook(add_mask)
