@@ -14,9 +14,10 @@ hide a wrong adapter, a stale copy or a broken merge), with four parts, each aga
    recomputes the same tokens through another agent's adapter; it must be far above the threshold
    (``control_factor`` x), or the check could not tell adapters apart.
 2. **an update reaches the sampler**: one small gradient step on every adapter (sized to raise the
-   trainer's log-probs of the greedy answers by ``update_target`` nats per token, to first order); on
-   the rows whose greedy answer stayed the same, the sampler's mean change of log-prob per token must
-   equal the trainer's within ``update_rel`` of it. (A mean over tokens: the per-token rounding noise of
+   trainer's log-probs of sampled answers by ``update_target`` nats per token, to first order); on those
+   same tokens -- the sampler's recorded log-probs before, its teacher-forced pass after
+   (:meth:`~baselines.generation.TransformersBackend.sampler_logprobs`) -- the sampler's mean change of
+   log-prob per token must equal the trainer's within ``update_rel`` of it. (A mean over tokens: the per-token rounding noise of
    bf16, the same size as the change, averages out; an update that does not reach the sampler -- a
    stale copy, a delta rounded away in bf16 weights -- does not.) Part 1 is then repeated after the step.
 3. **graphs on = graphs off** (CUDA): the greedy answers of the captured graphs and of the same step run
@@ -55,8 +56,11 @@ class Thresholds:
 #: on SmolLM2-135M (CPU, 4 helper/main rows x 24 tokens, random adapters) transformers' own decode
 #: paths -- ``generate`` and the model's forward step by step -- differ from the recompute by 0.062
 #: nats/token on average, the team decoder by 0.059; the bound leaves room above both
-THRESHOLDS = {"float32": Thresholds(logprob_mean=1e-4), "bfloat16": Thresholds(logprob_mean=0.1),
-              "float16": Thresholds(logprob_mean=0.03)}  # fmt: skip
+#: (bf16's per-token noise is as large as a small update's change, so its test step is larger: the mean
+#: over a batch's tokens then stands clear of the noise; on SmolLM2 the measured noise of that mean is ~0.005)
+THRESHOLDS = {"float32": Thresholds(logprob_mean=1e-4),
+              "bfloat16": Thresholds(logprob_mean=0.1, update_target=0.1),
+              "float16": Thresholds(logprob_mean=0.03, update_target=0.03)}  # fmt: skip
 
 
 def randomize_adapters(team: Team, seed: int = 0, std_a: float = 0.05, std_b: float = 0.1) -> None:
@@ -108,25 +112,22 @@ def _small_step(team: Team, outs: list[GenOutput], target: float) -> None:
 
 
 def _update_followed(team: Team, backend: TransformersBackend, requests: list[GenRequest],
-                     greedy: GenerationConfig, target: float) -> tuple[list[float], list[float]]:  # fmt: skip
-    """(Δ trainer, Δ sampler) per token over a small step, on the rows whose greedy answer did not change."""
-    first = backend.generate(requests, greedy)
-    rows = {a: [i for i, o in enumerate(first) if o.agent == a and o.completion_ids] for a in team.agents}
+                     sampled: GenerationConfig, target: float) -> tuple[list[float], list[float]]:  # fmt: skip
+    """(Δ trainer, Δ sampler) per token over a small step, on the same sampled tokens: the trainer's recompute
+    before and after; the sampler's recorded log-probs before, its teacher-forced pass after."""
+    first = [o for o in backend.generate(requests, sampled) if o.completion_ids]
     with torch.no_grad():
-        before = {a: _recomputed(team, a, [first[i] for i in idx]) for a, idx in rows.items() if idx}
+        before = {a: _recomputed(team, a, mine) for a, mine in _by_agent(first).items()}
     _small_step(team, first, target)
-    second = backend.generate(requests, greedy)
+    forced = backend.sampler_logprobs(first)
+    position = {id(o): i for i, o in enumerate(first)}
     d_trainer: list[float] = []
     d_sampler: list[float] = []
     with torch.no_grad():
-        for agent, idx in rows.items():
-            if not idx:
-                continue
-            now = _recomputed(team, agent, [first[i] for i in idx])
-            for k, i in enumerate(idx):
-                if first[i].completion_ids == second[i].completion_ids:
-                    d_trainer += (now[k] - before[agent][k]).tolist()
-                    d_sampler += (torch.tensor(second[i].logprobs) - torch.tensor(first[i].logprobs)).tolist()
+        for agent, mine in _by_agent(first).items():
+            for o, was, now in zip(mine, before[agent], _recomputed(team, agent, mine)):
+                d_trainer += (now - was).tolist()
+                d_sampler += (torch.tensor(forced[position[id(o)]]) - torch.tensor(o.logprobs)).tolist()
     return d_trainer, d_sampler
 
 
@@ -161,7 +162,7 @@ def check(team: Team, backend: TransformersBackend, requests: list[GenRequest], 
                        "graphs_vs_eager_logprob_max_diff": max(gaps, default=0.0)}  # fmt: skip
             if not all(same) or result["graphs_vs_eager_logprob_max_diff"] > limits.graphs_logprob:
                 failures.append("graph replays differ from the same step run eagerly")
-        d_trainer, d_sampler = _update_followed(team, backend, requests, greedy, limits.update_target)
+        d_trainer, d_sampler = _update_followed(team, backend, requests, sampled, limits.update_target)
         moved = statistics.fmean(d_trainer) if d_trainer else 0.0
         followed = statistics.fmean(d_sampler) if d_sampler else 0.0
         after = logprob_diffs(team, backend.generate(requests, sampled))
@@ -177,5 +178,8 @@ def check(team: Team, backend: TransformersBackend, requests: list[GenRequest], 
         with torch.no_grad():
             for k, p in team.trainable_parameters().items():
                 p.copy_(saved[k])
-    result |= {"passed": not failures, "failures": failures}
+    core = {"recorded log-probs differ from the recompute", "after an update, recorded log-probs differ from the recompute",
+            "graph replays differ from the same step run eagerly"}  # fmt: skip
+    #: the recorded log-probs are the sampled policy's own: what a training run needs of its sampler
+    result |= {"passed": not failures, "failures": failures, "sampling_faithful": not core & set(failures)}
     return result

@@ -94,12 +94,13 @@ class DecodeState:
 
 
 def team_step(decoder: TeamDecoder, cache: KVCache, state: DecodeState, config: GenerationConfig,
-              upto: int | None = None) -> None:  # fmt: skip
-    """One decode step on the device (see the module docstring); ``upto``: attend to that many columns only."""
+              upto: int | None = None, forced: Tensor | None = None) -> None:  # fmt: skip
+    """One decode step on the device (see the module docstring); ``upto``: attend to that many columns only;
+    ``forced``: this step's tokens, given instead of drawn (rows,)."""
     decoder.use_routing(state.routing)
     state.keys.index_fill_(1, state.column, True)
     logits = decoder.step(cache, state.ids, state.positions, state.keys, state.column, upto)
-    tokens, logp = pick(logits, config)
+    tokens, logp = pick(logits, config, forced)
     tokens = torch.where(state.done, state.pad, tokens)
     state.tokens.index_copy_(1, state.step, tokens[:, None])
     state.logps.index_copy_(1, state.step, logp[:, None])

@@ -71,20 +71,26 @@ def decode(
     opts: DecodeOptions,
     graphs: DecodeGraphs | None = None,
     adapters: list | None = None,
+    forced: torch.Tensor | None = None,
 ) -> Decoded:
     """Decode ``config.max_new_tokens`` tokens for the left-padded prompts ``ids`` (``mask``: 1 = real).
 
     ``engine``: a :class:`TeamDecoder` (the team engine; ``graphs`` to capture its step on CUDA) or a
-    model (the dynamic engine). ``adapters``: each row's LoRA adapter name (None: the model as it is)."""
+    model (the dynamic engine). ``adapters``: each row's LoRA adapter name (None: the model as it is).
+    ``forced`` (rows x max_new_tokens, padded after a row's EOS): feed these tokens instead of drawing --
+    the sampler's own log-probs of given completions (eagerly, never through a graph)."""
     adapters = list(adapters) if adapters is not None else [None] * ids.shape[0]
+    if forced is not None:
+        forced = forced.to(device)
+        graphs = None
     if isinstance(engine, TeamDecoder):
-        return _decode_team(engine, ids, mask, config, eos_ids, pad_id, opts, graphs, adapters)
+        return _decode_team(engine, ids, mask, config, eos_ids, pad_id, opts, graphs, adapters, forced)
     if len(set(adapters)) == 1:
         adapters = [None] * ids.shape[0]  # one adapter: the model's active one
-    return _decode_dynamic(engine, ids, mask, config, eos_ids, pad_id, device, opts, adapters)
+    return _decode_dynamic(engine, ids, mask, config, eos_ids, pad_id, device, opts, adapters, forced)
 
 
-def _decode_team(decoder: TeamDecoder, ids, mask, config, eos_ids, pad_id, opts, graphs, adapters) -> Decoded:
+def _decode_team(decoder: TeamDecoder, ids, mask, config, eos_ids, pad_id, opts, graphs, adapters, forced) -> Decoded:
     n_rows, width = ids.shape
     out = Decoded([[] for _ in range(n_rows)], [[] for _ in range(n_rows)], [False] * n_rows)
     length = width + config.max_new_tokens
@@ -105,13 +111,15 @@ def _decode_team(decoder: TeamDecoder, ids, mask, config, eos_ids, pad_id, opts,
     prefill_prompts(decoder, cache, ids, mask, adapters, opts.share_prompts, opts.prefill_padding)
     state.start(ids, mask, eos_ids, pad_id, decoder.route(adapters))
     alive = list(range(n_rows))  # the eager loop's batch row -> original row
+    alive_index = torch.arange(n_rows, device=decoder.device)
     flag = _AllStopped(state.done, n_rows) if captured else None
     steps = 0
     for step in range(config.max_new_tokens):
         if captured:
             graphs.run(slot, graph, config)
         else:
-            team_step(decoder, cache, state, config, upto=width + step)
+            team_step(decoder, cache, state, config, upto=width + step,
+                      forced=None if forced is None else forced[alive_index, step])
         steps += 1
         if (step + 1) % opts.check_every and step + 1 < config.max_new_tokens:
             continue
@@ -130,6 +138,7 @@ def _decode_team(decoder: TeamDecoder, ids, mask, config, eos_ids, pad_id, opts,
             cache.select(index)
             state = state.select(index)
             alive = [alive[k] for k in keep]
+            alive_index = alive_index[index]
     _record(state, [(k, r) for k, r in enumerate(alive) if r < n_rows], steps, eos_ids, out)
     return out
 
@@ -197,7 +206,7 @@ def _collect(rows: list[int], new: torch.Tensor, lp: torch.Tensor, eos: set[int]
     return keep
 
 
-def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, adapters) -> Decoded:
+def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, adapters, forced) -> Decoded:
     n_rows = ids.shape[0]
     out = Decoded([[] for _ in range(n_rows)], [[] for _ in range(n_rows)], [False] * n_rows)
     eos = set(eos_ids)
@@ -220,7 +229,8 @@ def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, ada
         res = model(input_ids=step_ids, attention_mask=step_mask, position_ids=positions, use_cache=True,
                     logits_to_keep=1, **names, **({CACHE_KW: cache} if cache is not None else {}))  # fmt: skip
         cache = res[CACHE_KW]
-        tokens, logp = pick(res.logits[:, -1, :].float(), config)
+        given = None if forced is None else forced[torch.tensor(rows, device=device), step]
+        tokens, logp = pick(res.logits[:, -1, :].float(), config, given)
         tokens = torch.where(done, torch.full_like(tokens, pad_id), tokens)
         done = done | torch.isin(tokens, eos_t)
         toks.append(tokens)

@@ -32,8 +32,17 @@ def exponential_race(probs: torch.Tensor) -> torch.Tensor:
     return (probs / race).argmax(-1)
 
 
-def pick(logits: torch.Tensor, config: GenerationConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    """(tokens, their log-probs) for one step's float32 ``logits`` (rows x vocabulary)."""
+def logprob_of(logits: torch.Tensor, tokens: torch.Tensor, config: GenerationConfig) -> torch.Tensor:
+    """``log_softmax(logits / temperature)`` at ``tokens`` (one per row): the recorded log-prob."""
+    return torch.log_softmax(logits / config.scoring_temperature, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+
+
+def pick(logits: torch.Tensor, config: GenerationConfig, forced: torch.Tensor | None = None
+         ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """(tokens, their log-probs) for one step's float32 ``logits`` (rows x vocabulary); ``forced``: take these
+    tokens instead of drawing (a teacher-forced pass through the sampler: its own log-probs of given tokens)."""
+    if forced is not None:
+        return forced, logprob_of(logits, forced, config)
     scaled = logits / config.scoring_temperature
     if config.greedy:
         tokens = logits.argmax(-1)
@@ -44,5 +53,4 @@ def pick(logits: torch.Tensor, config: GenerationConfig) -> tuple[torch.Tensor, 
         if config.top_p < 1.0:
             scores = TopPLogitsWarper(config.top_p)(None, scores)
         tokens = exponential_race(F.softmax(scores, dim=-1))
-    logp = torch.log_softmax(scaled, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    return tokens, logp
+    return tokens, logprob_of(logits, tokens, config)

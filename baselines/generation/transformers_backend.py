@@ -30,6 +30,7 @@ token (:mod:`baselines.generation.team_decoder`); on CUDA that step is a CUDA gr
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
@@ -186,6 +187,32 @@ class TransformersBackend:
                         outputs[i] = out
         return outputs  # type: ignore[return-value]
 
+    def sampler_logprobs(self, outputs: Sequence[GenOutput], config: GenerationConfig | None = None) -> list[list[float]]:
+        """The fast path's own log-probs of given completions: their tokens fed through the same decode step in
+        place of drawn ones (eagerly; one call per model). What the sampler would record for these tokens --
+        for checking it against the trainer on identical tokens (:mod:`baselines.bench.fidelity`)."""
+        if self.decode != "fast":
+            raise ValueError("sampler_logprobs needs decode='fast'")
+        config = config or self.config
+        width = max((len(o.completion_ids) for o in outputs), default=0)
+        if width == 0:
+            return [[] for _ in outputs]
+        config = dataclasses.replace(config, max_new_tokens=width, seed=None)
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, o in enumerate(outputs):
+            groups[self.team.policy_key(o.agent).model].append(i)
+        result: list[list[float]] = [[] for _ in outputs]
+        with torch.no_grad():
+            for idx in groups.values():
+                pad = self.team.tokenizer(outputs[idx[0]].agent).pad_token_id
+                forced = torch.tensor([outputs[i].completion_ids + [pad] * (width - len(outputs[i].completion_ids))
+                                       for i in idx])  # fmt: skip
+                scored = self._generate_group([outputs[i].agent for i in idx], [outputs[i].prompt_ids for i in idx],
+                                              config, forced)  # fmt: skip
+                for i, out in zip(idx, scored):
+                    result[i] = out.logprobs[: len(outputs[i].completion_ids)]
+        return result
+
     def _chunks(self, idx: list[int], prompts: list[list[int]], new_tokens: int) -> list[list[int]]:
         """Split one group into generate calls (max_batch_size; length buckets when max_padding is set).
 
@@ -210,7 +237,7 @@ class TransformersBackend:
         return sorted({d.index or 0 for d in devs if d.type == "cuda"})
 
     def _generate_group(
-        self, agents: list[str], prompts: list[list[int]], config: GenerationConfig
+        self, agents: list[str], prompts: list[list[int]], config: GenerationConfig, forced: torch.Tensor | None = None
     ) -> list[GenOutput]:
         agent = agents[0]  # every agent of the group shares the model and tokenizer
         keys = [self.team.policy_key(a) for a in agents]
@@ -240,7 +267,8 @@ class TransformersBackend:
         )
         with self.team.generating(agent) as model:
             if self.decode == "fast":
-                completions, logps, stopped = self._fast(model, keys, ids, mask, config, eos_ids, pad_id, device)
+                completions, logps, stopped = self._fast(model, keys, ids, mask, config, eos_ids, pad_id, device,
+                                                         forced)  # fmt: skip
             else:
                 cache = prefill_cache(
                     model, ids, mask, adapters, device, share=self.share_prompts, max_padding=self.prefill_padding
@@ -284,6 +312,7 @@ class TransformersBackend:
     def _fast(
         self, model: torch.nn.Module, keys: list[PolicyKey], ids: torch.Tensor, mask: torch.Tensor,
         config: GenerationConfig, eos_ids: list[int], pad_id: int, device: torch.device,
+        forced: torch.Tensor | None = None,
     ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
         """The lean decode loop: the team decoder (all adapters in one forward), else the model's own forward."""
         adapters = [k.adapter for k in keys]
@@ -295,7 +324,7 @@ class TransformersBackend:
             graphs = self.graphs
         opts = DecodeOptions(share_prompts=self.share_prompts, prefill_padding=self.prefill_padding,
                              segment=self.decode_segment or 32)  # fmt: skip
-        out = decode(engine, ids, mask, config, eos_ids, pad_id, device, opts, graphs, adapters=adapters)
+        out = decode(engine, ids, mask, config, eos_ids, pad_id, device, opts, graphs, adapters=adapters, forced=forced)
         return out.completions, out.logprobs, out.stopped
 
     def _decode(

@@ -189,5 +189,5 @@ def test_grouped_decode_attention_equals_the_expanded_reference():
     module.num_key_value_groups, module.training = heads // kv_heads, False
     additive = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)[:, None, None, :]
     ref, _ = eager_attention_forward(module, q, k, v, additive, scaling=dim**-0.5)
-    ours = grouped_decode_attention(q, k, v, allowed, dim**-0.5)
+    ours = grouped_decode_attention(q[:, :, 0], k, v, allowed, dim**-0.5)
     torch.testing.assert_close(ours, ref.reshape(rows, 1, heads * dim), atol=1e-6, rtol=1e-5)

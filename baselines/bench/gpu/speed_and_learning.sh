@@ -62,8 +62,9 @@ echo "== plan: budget ${BUDGET} s (deadline $(date -d @$DEADLINE +%T)); speed <=
 echo "== (i) speed check, $(left) s left"
 timeout "$(cap $SPEED_T $LEARN_MIN)" $PY -m baselines.bench.gpu_generation "${MODEL[@]}" "${DEV[@]}" "${SPEED[@]}" \
   --out "$OUT/gpu_generation.json" || echo "speed check: exit $? (figures written so far are in gpu_generation.json)"
-# the learning runs sample with the fast path only where the speed check found it faithful; else with generate
-if ! $PY -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r.get('fidelity',{}).get('passed') else 1)" \
+# the learning runs sample with the fast path where the speed check found its recorded log-probs to be the sampled
+# policy's own (fidelity's sampling_faithful; a failed update statistic alone does not switch it off); else generate
+if ! $PY -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r.get('fidelity',{}).get('sampling_faithful') else 1)" \
      "$OUT/gpu_generation.json" 2>/dev/null; then
   echo "fast path not checked or not faithful: the learning runs use generation.decode=generate"
   TRAIN+=(generation.decode=generate)
