@@ -177,6 +177,7 @@ class ForkServer:
             "run_gid": os.getgid() if self.run_gid is None else self.run_gid,
             "running_as_root": root,
             "subreaper": not is_pid1,
+            "pid_ns_per_job": self.supervisor.pid_ns_per_job,
             "job_dir": self.job_dir,
             "notes": list(report["notes"]) + self.view.notes,
         }
@@ -200,8 +201,9 @@ class ForkServer:
                 P.send_frame(sock, reply, reply.pop("_blobs", ()))
             except OSError:
                 return
-            # Only now: the caller already has its reply while the job's files are deleted
-            # (and, without pidfds, its processes killed). A job that cannot be cleaned up ends
+            # Only now: the caller already has its reply while the job's files are deleted and
+            # what it may have changed of this process is reset (its processes are gone before the
+            # reply, but without pidfds or PID namespaces). A job that cannot be cleaned up ends
             # this worker (the caller starts a fresh one): the next job must not see anything of it.
             if op == "job" and not self.runner.cleanup():
                 os._exit(3)

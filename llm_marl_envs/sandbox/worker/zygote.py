@@ -11,8 +11,10 @@ kills it as before). The child then confines itself (:mod:`.child`) and reads wh
 run from a descriptor (a memfd the server wrote): the program process only its program, the
 judge the set-up and tests.
 
-A command may ask for a fresh IPC namespace (``new_ipc``); jobs do not use it by default
-(their seccomp filter refuses every IPC object instead, see .seccomp).
+A command may ask for the new process to be the init of a PID namespace of its own
+(``new_pid``: every job process, when the worker has a PID namespace; see .supervisor: all it
+starts dies with it), or for a fresh IPC namespace (``new_ipc``; jobs do not use it: their
+seccomp filter refuses every IPC object instead, see .seccomp).
 """
 
 from __future__ import annotations
