@@ -301,14 +301,14 @@ def _end(supervisor: Any, pid: int, result: RunResult) -> None:
     see .supervisor), before the reply; unless it was judged, its exit (or our kill) explains the run."""
     if result.active == "done" and result.killed is None:
         supervisor.end(pid)
+        supervisor.sweep(pid)
         return
-    status = usage = None
+    done, status, usage = False, None, None
     if result.killed is None:  # the judge stopped on its own: the program process died (or is dying)
         done, status, usage = reap_within(pid)
-        if done:
-            supervisor.sweep(pid)
-    if status is None:
+    if not done:
         status, usage = supervisor.end(pid)
+    supervisor.sweep(pid)
     result.status = status
     if usage is not None:
         result.cpu_time_s, result.max_rss_kb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss

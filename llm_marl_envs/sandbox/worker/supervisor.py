@@ -107,23 +107,24 @@ class Supervisor:
     def finish(self) -> None:
         """(Linux < 5.3) Kill and reap what the last run left. Idempotent."""
         while self._unreaped:
-            self.end(self._unreaped.pop())
+            pid = self._unreaped.pop()
+            self.end(pid)
+            self.sweep(pid)
 
     def end(self, pid: int) -> tuple[int | None, Any]:
-        """Kill job process ``pid``, reap it and (see :meth:`sweep`) whatever it started; its
-        (wait status, rusage)."""
+        """Kill job process ``pid`` and reap it (with a PID namespace per job: and everything it
+        started); its (wait status, rusage)."""
         self._kill(pid, None, "")
         try:
             _, status, usage = os.wait4(pid, 0)
         except ChildProcessError:  # pragma: no cover - reaped already
             status, usage = None, None
-        self.sweep(pid)
         return status, usage
 
     def sweep(self, pid: int) -> None:
-        """After job process ``pid`` was reaped: nothing of it is left. With a PID namespace per
-        job there is nothing to do (the kernel emptied its namespace before it could be reaped);
-        without, leftovers are killed in rounds (:meth:`kill_leftovers`)."""
+        """Once a run's processes (``pid``: the main one) are reaped: nothing of it is left. With a
+        PID namespace per job there is nothing to do (the kernel emptied each namespace before its
+        init could be reaped); without, leftovers are killed in rounds (:meth:`kill_leftovers`)."""
         if not self.pid_ns_per_job and not self.kill_leftovers(pid):
             self.tainted = True
 
@@ -186,7 +187,6 @@ class Supervisor:
             # The judge stopped early on its own: the program process died (or is dying) under it.
             done, status, usage = reap_within(pid)
             if done:
-                self.sweep(pid)
                 result.status = status
                 if usage is not None:
                     result.cpu_time_s = usage.ru_utime + usage.ru_stime
@@ -263,12 +263,12 @@ class Supervisor:
                 self._end_helper(helper, result, judged=judged)
             if finished and not exited:
                 self._unreaped.append(pid)  # (Linux < 5.3) reaped by finish(), after the reply
-            elif exited:
-                self.sweep(pid)
             else:
-                if result.killed is None:
-                    result.killed = "timeout"
-                result.status, rusage = self.end(pid)
+                if not exited:
+                    if result.killed is None:
+                        result.killed = "timeout"
+                    result.status, rusage = self.end(pid)
+                self.sweep(pid)
         # The pipes hold all the job wrote before its final record (and, if it is dead, all
         # there will ever be). Output written later, by a leftover process, does not count.
         for fd, buf in outputs.items():

@@ -3,8 +3,9 @@
 asserts, a prompt's helper taken from the program, expected values handed to the program through
 what the tests take for a standard module).
 
-The tests of classes 2 and 6 (c) failed on main at 997c890 with the tests judged in the fork
-server (run from a copy of that tree); those of 6 (a) and (b) with both judges.
+Every test below failed on main at 997c890 (run from a copy of that tree with the same tests):
+those of class 2 with the tests judged in the fork server (a judge process was killed at its
+deadline already), those of class 6 with both judges.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ _serve(lambda request: SET if request["a"] == [] else CHANGED, {{"f": ["c"]}})
 
 
 def test_test_code_that_hashes_the_programs_data_times_out_within_its_deadline(sandbox):
+    """``set()`` of colliding ints is one C call that no timer interrupts in the fork server (a
+    long division, by contrast, checks for signals as it goes)."""
     program = f"def f():\n    return {COLLIDING}\n"
     res = sandbox.run(program, [A("assert len(set(f())) == 1")], timeout_s=1.0)
     assert _timed_out_in_time(res) == [True]
