@@ -102,7 +102,7 @@ def _autogroup_nice(pid: int) -> int:
 
 
 def test_a_job_cannot_renice_its_workers_scheduler_group(lone):
-    res = lone.run(RENICE, [A("assert direct() is False"), A("through_exec()")])
+    res = lone.run(RENICE, [A("assert direct() is False"), A("assert through_exec() == 0")])
     assert outcome(res) == [(True, None), (True, None)]
     assert lone.wait_idle()
     assert [_autogroup_nice(pid) for pid in server_pids(lone)] == [0]
