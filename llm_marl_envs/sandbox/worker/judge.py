@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 from . import protocol as P
 from .channel import Channel, ChannelAbuse, ChannelClosed
 from .harness import _PRISTINE_BUILTINS, BoundedText, _compile_tests, _load_compiled, _reporter
-from .plaindata import NotPlainData, from_tree
+from .plaindata import NotPlainData
 from .remote import MAX_CALL_CPU_S, MAX_NAME_CHARS, Link, ProgramGone, Remote, ResultNotPlainData
 from .report import describe
 
@@ -98,8 +98,8 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
     try:
         test_ns = _namespace(link, loaded.get("names"), _names_used([setup_code, *(code for _, code in compiled)]),
                              modules)
-    except TimeoutError:
-        stop(0)  # killed at its deadline while its names were rebuilt (.served)
+    except (TimeoutError, ProgramGone):
+        stop(0)  # killed at its deadline while its names were rebuilt, or handed to a judge process (.served)
     program_values = dict(test_ns)
     # A builtin's name defined by the program (`sorted`, `range`) is the builtin for the set-up
     # (which may compute expected values with it), unless the set-up aliases it by name
@@ -280,7 +280,7 @@ def _namespace(link: Link, names: Any, used: frozenset[str], modules: frozenset[
             ns[name] = Remote(link, {"g": name}, name)
         elif kind == "v" and len(entry) == 2:
             try:
-                ns[name] = from_tree(entry[1], None, 0, getattr(link.channel, "tick", None))
+                ns[name] = link.rebuild(entry[1], refs=False)
             except (NotPlainData, RecursionError, MemoryError):
                 ns[name] = Remote(link, {"g": name}, name)
         elif kind == "m" and len(entry) == 2 and type(entry[1]) is str and entry[1]:
