@@ -32,7 +32,7 @@ def train(seed: int = 0, steps: int = 30) -> list[float]:
                       lr_scheduler_type="constant", warmup_steps=0, beta=0.0,
                       per_device_train_batch_size=32, num_generations=8,  # 32 episodes a step: 4 prompts x 8
                       max_completion_length=1, report_to="none", save_strategy="no", logging_steps=1,
-                      disable_tqdm=True)
+                      gradient_checkpointing=False)
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=args, reward_funcs=team_return_reward,
                           train_dataset=episode_dataset(TASK, seeds=range(256), env_kwargs=KWARGS),  # (seed, seat)
                           rollout_func=make_rollout_func(TASK, env_kwargs=KWARGS))
