@@ -11,6 +11,9 @@ closed; a failure inside the server is a 500 (an infrastructure error, never a t
 from __future__ import annotations
 
 import json
+import logging
+import socket
+import sys
 import threading
 import time
 import urllib.parse
@@ -95,6 +98,11 @@ class _HTTPServer(ThreadingHTTPServer):
             self.slots.release()
             raise
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that vanished (reset, broken pipe, timeout) is not an error; anything else is logged once."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            logging.getLogger(__name__).exception("OpenEnv server: request from %s failed", client_address)
+
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
@@ -120,8 +128,10 @@ def _handler(server: SeatServer) -> type[BaseHTTPRequestHandler]:
         def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
             """The standard library's own refusals (bad request line, line too long, too many headers) as JSON."""
             self.close_connection = True
-            self._send(405 if code == 501 else code, {"error": message or explain or "bad request",
-                                                      "code": "VALIDATION_ERROR"})
+            text = message or explain or "bad request"
+            if code in (414, 431):
+                text += " (a request or header line is at most 64 KiB, and a request has at most 100 headers)"
+            self._send(405 if code == 501 else code, {"error": text, "code": "VALIDATION_ERROR"})
 
         def _send(self, status: int, payload: Any) -> None:
             data = json.dumps(payload).encode()
@@ -250,10 +260,23 @@ def _handler(server: SeatServer) -> type[BaseHTTPRequestHandler]:
                 self._play(session)
             finally:
                 server.drop_session(session)
+                self._linger()
+
+        def _linger(self) -> None:
+            """Before closing, read (and drop) what the client still sends, a little: closing a socket with
+            unread data resets the connection, and the client would lose the close frame and its reason."""
+            try:
+                self.connection.shutdown(socket.SHUT_WR)
+                self.connection.settimeout(0.5)
+                left = limits.max_body_bytes
+                while left > 0 and (chunk := self.connection.recv(min(left, 65536))):
+                    left -= len(chunk)
+            except OSError:
+                pass
 
         def _play(self, session: str) -> None:
             self.connection.settimeout(min(limits.read_timeout_s, limits.session_ttl_s))
-            reader, last = MessageReader(self.rfile, limits.max_body_bytes), time.monotonic()
+            reader, last = MessageReader(self.rfile, self.wfile, limits.max_body_bytes), time.monotonic()
             while True:
                 try:
                     text = reader.next()

@@ -277,3 +277,37 @@ class SeatClient:
 
     def state(self) -> dict:
         return self._call(f"/state?episode_id={urllib.parse.quote(str(self.episode_id))}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m llm_marl_envs.bridges.openenv_server TASK [--seat SEAT] [--port 8000] ...``: serve until Ctrl-C."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m llm_marl_envs.bridges.openenv_server",
+                                     description="Serve a registered task with OpenEnv's protocol (docs/bridges.md).")
+    parser.add_argument("task")
+    parser.add_argument("--seat", help="the seat the client plays (default: every seat in turn, hot seat)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--env-kwargs", default="{}", help="the task's keyword arguments, as JSON")
+    defaults = ServerLimits()
+    flags = {"max_body_bytes": "--max-body-bytes", "read_timeout_s": "--read-timeout", "session_ttl_s": "--session-ttl",
+             "max_sessions": "--max-sessions", "max_connections": "--max-connections"}  # ServerLimits' fields
+    for name, flag in flags.items():
+        value = getattr(defaults, name)
+        parser.add_argument(flag, dest=name, type=type(value), default=value, help=f"ServerLimits.{name} ({value})")
+    args = parser.parse_args(argv)
+    limits = ServerLimits(**{name: getattr(args, name) for name in flags})
+    server = SeatServer(args.task, args.seat, env_kwargs=json.loads(args.env_kwargs), host=args.host, port=args.port,
+                        limits=limits).start()
+    print(f"serving {args.task} ({'seat ' + args.seat if args.seat else 'hot seat'}) at {server.url}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    main()

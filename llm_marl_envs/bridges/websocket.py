@@ -1,4 +1,5 @@
-"""The server side of a WebSocket (RFC 6455) over a blocking socket, standard library only.
+"""The server side of a WebSocket (RFC 6455) over a blocking socket, standard library only (and a
+minimal client side, :class:`WebSocketClient`, for tests and the soak benchmark).
 
 Enough for the OpenEnv session endpoint (``/ws``): the opening handshake's accept key, text
 messages in and out (fragmented messages reassembled, their size bounded), ping answered with
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import socket
 import struct
 from typing import BinaryIO
 
@@ -101,10 +104,11 @@ def _read_frame(stream: BinaryIO, max_bytes: int) -> tuple[bool, int, bytes]:
 
 
 class MessageReader:
-    """Reads a client's text messages from ``stream``, ``max_bytes`` at most each (fragments reassembled)."""
+    """Reads a client's text messages from ``stream``, ``max_bytes`` at most each (fragments reassembled);
+    answers pings and closes on ``out``."""
 
-    def __init__(self, stream: BinaryIO, max_bytes: int) -> None:
-        self.stream, self.max_bytes = stream, max_bytes
+    def __init__(self, stream: BinaryIO, out: BinaryIO, max_bytes: int) -> None:
+        self.stream, self.out, self.max_bytes = stream, out, max_bytes
         self._parts: list[bytes] = []
         self._size = 0
 
@@ -116,21 +120,21 @@ class MessageReader:
         try:
             fin, opcode, data = _read_frame(self.stream, self.max_bytes - self._size)
         except WebSocketClosed as exc:
-            send_close(self.stream, exc.code if exc.code != GOING_AWAY else NORMAL, exc.reason)
+            send_close(self.out, exc.code if exc.code != GOING_AWAY else NORMAL, exc.reason)
             raise
         if opcode == PING:
-            send_frame(self.stream, PONG, data)
+            send_frame(self.out, PONG, data)
             return None
         if opcode == PONG:
             return None
         if opcode == CLOSE:
             code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else NORMAL
-            send_close(self.stream, code)
+            send_close(self.out, code)
             raise WebSocketClosed(code, data[2:].decode("utf-8", "replace"))
         if opcode == BINARY or (opcode == CONTINUATION) != bool(self._parts):
             code, reason = ((UNSUPPORTED, "binary messages are not accepted") if opcode == BINARY
                             else (PROTOCOL_ERROR, "unexpected continuation frame"))
-            send_close(self.stream, code, reason)
+            send_close(self.out, code, reason)
             raise WebSocketClosed(code, reason)
         self._parts.append(data)
         self._size += len(data)
@@ -140,5 +144,69 @@ class MessageReader:
         try:
             return message.decode("utf-8")
         except UnicodeDecodeError:
-            send_close(self.stream, INVALID_DATA, "a text message is not UTF-8")
+            send_close(self.out, INVALID_DATA, "a text message is not UTF-8")
             raise WebSocketClosed(INVALID_DATA, "a text message is not UTF-8") from None
+
+
+class WebSocketClient:
+    """A minimal client side over one socket (text messages, masked frames): for tests and the soak
+    benchmark, which speak to :class:`~llm_marl_envs.bridges.openenv_server.SeatServer` without ``openenv``."""
+
+    def __init__(self, host: str, port: int, path: str = "/ws", timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.stream = self.sock.makefile("rb")
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                          f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            line = self.stream.readline(65536)
+            if not line:
+                raise WebSocketClosed(GOING_AWAY, f"handshake refused: {head.decode('latin-1')[:200]!r}")
+            head += line
+        if b" 101 " not in head.split(b"\r\n", 1)[0] or accept_key(key).encode() not in head:
+            raise WebSocketClosed(PROTOCOL_ERROR, f"handshake refused: {head.decode('latin-1')[:200]!r}")
+
+    def send(self, text: str | bytes, opcode: int = TEXT) -> None:
+        payload = text.encode("utf-8") if isinstance(text, str) else text
+        mask, n = os.urandom(4), len(payload)
+        head = (struct.pack("!BB", 0x80 | opcode, 0x80 | n) if n < 126 else
+                struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n) if n < 1 << 16 else
+                struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n))
+        keys = (mask * (n // 4 + 1))[:n]
+        body = (int.from_bytes(payload, "big") ^ int.from_bytes(keys, "big")).to_bytes(n, "big") if n else b""
+        self.sock.sendall(head + mask + body)
+
+    def ping(self, payload: bytes = b"ping") -> bytes:
+        """Send a ping; the payload of the pong that answers it."""
+        self.send(payload, PING)
+        return self.receive(PONG).encode("latin-1")
+
+    def receive(self, want: int = TEXT) -> str:
+        """The next text message (or frame of opcode ``want``) from the server; :class:`WebSocketClosed` when it
+        closes."""
+        while True:
+            first, second = _read_exact(self.stream, 2)
+            length = second & 0x7F
+            if length == 126:
+                (length,) = struct.unpack("!H", _read_exact(self.stream, 2))
+            elif length == 127:
+                (length,) = struct.unpack("!Q", _read_exact(self.stream, 8))
+            data, opcode = _read_exact(self.stream, length), first & 0x0F
+            if opcode == CLOSE:
+                code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else NORMAL
+                raise WebSocketClosed(code, data[2:].decode("utf-8", "replace"))
+            if opcode == want:
+                return data.decode("utf-8" if want == TEXT else "latin-1")
+
+    def close(self) -> None:
+        try:
+            self.send(struct.pack("!H", NORMAL), CLOSE)
+        except OSError:
+            pass
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Drop the connection without the closing handshake (a client that vanished)."""
+        self.stream.close()
+        self.sock.close()

@@ -2,13 +2,16 @@
 ``GenericEnvClient`` driven by commands on stdin, one JSON object a line; one JSON answer a line on stdout.
 
 Commands: ``{"op": "connect", "url"}``, ``{"op": "reset", "seed"}``, ``{"op": "step", "text"}``,
-``{"op": "state"}``, ``{"op": "close"}``, ``{"op": "schema", "url"}`` (``/schema`` and ``/health``
+``{"op": "state"}``, ``{"op": "close"}``, ``{"op": "exec", "code"}`` (what the code prints),
+``{"op": "schema", "url"}`` (``/schema`` and ``/health``
 parsed with OpenEnv's own response models), ``{"op": "quit"}``. Answers: ``{"ok": true, "result": ...}``
 or ``{"ok": false, "error": "<type>: <message>"}``. Nothing here imports this repository.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 from typing import Any
@@ -43,6 +46,11 @@ def main() -> None:
             elif op == "close":
                 client.close()
                 client, result = None, None
+            elif op == "exec":  # a documented client example; what it prints
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    exec(compile(command["code"], "example", "exec"), {})
+                result = out.getvalue()
             elif op == "schema":
                 schema = SchemaResponse.model_validate(requests.get(command["url"] + "/schema", timeout=10).json())
                 health = HealthResponse.model_validate(requests.get(command["url"] + "/health", timeout=10).json())
