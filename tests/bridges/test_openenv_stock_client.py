@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-import llm_marl_envs
 from llm_marl_envs.bridges import advance
 from llm_marl_envs.bridges.openenv_server import SeatServer
 from llm_marl_envs.testing import play_episode
