@@ -202,8 +202,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"{out['task']}: {out['sessions']} sessions ({out['malformed']} malformed requests mixed in, all answered "
           f"4xx) in {out['seconds']:.1f} s; at most {out['peak_sessions']} open at once")
     for key in ("rss_mb", "fds", "threads", "sessions"):
-        ratio = a[key] / b[key] if b[key] else float("nan")
-        print(f"  {key:8s} after warm-up {b[key]:8.1f}   at the end {a[key]:8.1f}   ratio {ratio:.2f}")
+        ratio = f"{a[key] / b[key]:.2f}" if b[key] else ("flat" if a[key] == b[key] else "grew")
+        print(f"  {key:8s} after warm-up {b[key]:8.1f}   at the end {a[key]:8.1f}   ratio {ratio}")
     per_k = 1000 * r["mb"] / max(r["sessions"], 1)
     print(f"  reference (no expiry): {r['sessions']} abandoned sessions held, +{r['mb']:.1f} MB ({per_k:.1f} MB per "
           f"1,000); the soak's growth after warm-up: {a['rss_mb'] - b['rss_mb']:+.1f} MB")
