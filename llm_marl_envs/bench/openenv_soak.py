@@ -155,12 +155,13 @@ class Load:
             kinds[i % 4](i)
 
 
-def _wait_expired(server: SeatServer, ttl: float) -> None:
+def _wait_expired(server: SeatServer, ttl: float, threads: int) -> None:
+    """Wait (up to ``ttl`` + 10 s) until every session expired and only ``threads`` threads are left."""
     deadline = time.monotonic() + ttl + 10.0
     while time.monotonic() < deadline:
-        time.sleep(min(ttl, 1.0))
+        time.sleep(min(ttl, 1.0) / 4)
         server.expire()
-        if server.session_count == 0 and threading.active_count() <= 3:
+        if server.session_count == 0 and threading.active_count() <= threads:
             return
 
 
@@ -169,17 +170,18 @@ def soak(task: str = "toy/signal_game_v0", sessions: int = 3000, ttl: float = 1.
     """The soak (see the module docstring); its figures."""
     kwargs = dict(llm_marl_envs.spec(task).test_kwargs)
     limits = ServerLimits(session_ttl_s=ttl, read_timeout_s=read_timeout, max_sessions=max(1024, sessions))
+    idle_threads = threading.active_count() + 2  # this process's, and the server's listener and reaper
     with SeatServer(task, env_kwargs=kwargs, limits=limits) as server:
         load = Load(server, task, kwargs)
         warm = sessions // 10
         load.run(0, warm)
-        _wait_expired(server, ttl)
+        _wait_expired(server, ttl, idle_threads)
         before = {**usage(), "sessions": server.session_count}
         t0 = time.perf_counter()
         load.run(warm, sessions - warm)
         seconds = time.perf_counter() - t0
         peak = server.session_count
-        _wait_expired(server, ttl)
+        _wait_expired(server, ttl, idle_threads)
         after = {**usage(), "sessions": server.session_count}
     with SeatServer(task, env_kwargs=kwargs, limits=ServerLimits(session_ttl_s=1e9, max_sessions=sessions)) as ref:
         held = Load(ref, task, kwargs)

@@ -125,7 +125,7 @@ class SeatServer:
             return len(self._sessions)
 
     def start(self) -> SeatServer:
-        self._threads = [threading.Thread(target=self._httpd.serve_forever, daemon=True),
+        self._threads = [threading.Thread(target=self._httpd.serve_forever, args=(0.1,), daemon=True),
                          threading.Thread(target=self._reap, daemon=True)]
         for t in self._threads:
             t.start()
