@@ -15,7 +15,6 @@ import logging
 import socket
 import sys
 import threading
-import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,8 +49,9 @@ class ServerLimits:
     """Bounds on what one client can hold (docs/bridges.md#limits-and-bad-input).
 
     max_body_bytes: largest request body or WebSocket message (413 / close 1009 beyond).
-    read_timeout_s: a request's body (or its next line) must arrive within this (408 after).
-    session_ttl_s: a session (an episode) unused this long is dropped; a WebSocket idle this long is closed.
+    read_timeout_s: an HTTP request's body (or its next line) must arrive within this (408 after).
+    session_ttl_s: a session (an episode) unused this long is dropped; a WebSocket without a message this
+        long is closed (the server's reaper checks every ``min(session_ttl_s / 2, 5)`` seconds).
     max_sessions: open sessions at once (503 ``CAPACITY_REACHED`` beyond, after dropping expired ones).
     max_connections: connections served at once (503 and closed beyond).
     """
@@ -250,17 +250,51 @@ def _handler(server: SeatServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Sec-WebSocket-Accept", accept_key(key))
             self.end_headers()
             self.wfile.flush()
+            out = _LockedWriter(self.wfile)  # the reaper thread may write too (an expiry)
             try:
-                session = server.open_session()
+                session = server.open_session(on_expire=lambda: self._expired(out))
             except RequestError as exc:  # as OpenEnv's server: accept, send the error, close
-                send_text(self.wfile, json.dumps({"type": "error", "data": {"message": str(exc), "code": exc.code}}))
-                send_close(self.wfile, GOING_AWAY, "capacity reached")
+                send_text(out, json.dumps({"type": "error", "data": {"message": str(exc), "code": exc.code}}))
+                send_close(out, GOING_AWAY, "capacity reached")
                 return
             try:
-                self._play(session)
+                self._play(session, out)
             finally:
                 server.drop_session(session)
                 self._linger()
+
+        def _play(self, session: str, out: _LockedWriter) -> None:
+            """Answer the session's messages until the client closes (or the reaper expires the session)."""
+            self.connection.settimeout(None)  # waiting for a message is not a timeout: the session's TTL bounds it
+            reader = MessageReader(self.rfile, out, limits.max_body_bytes)
+            while True:
+                try:
+                    text = reader.next()
+                except (WebSocketClosed, OSError):
+                    return
+                if text is None:  # a control frame or a fragment
+                    continue
+                reply = _dispatch(server, session, text)
+                try:
+                    if reply is None:
+                        send_close(out, NORMAL)
+                        return
+                    send_text(out, json.dumps(reply))
+                except OSError:
+                    return
+
+        def _expired(self, out: _LockedWriter) -> None:
+            """Called by the reaper: tell the client its session expired, close, and unblock the reading thread."""
+            message = f"session expired after {limits.session_ttl_s:g} s without a message"
+            try:
+                send_text(out, json.dumps({"type": "error", "data": {"message": message, "code": "SESSION_ERROR"}}))
+            except OSError:
+                pass
+            send_close(out, GOING_AWAY, "session expired")
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
         def _linger(self) -> None:
             """Before closing, read (and drop) what the client still sends, a little: closing a socket with
@@ -274,39 +308,22 @@ def _handler(server: SeatServer) -> type[BaseHTTPRequestHandler]:
             except OSError:
                 pass
 
-        def _play(self, session: str) -> None:
-            self.connection.settimeout(min(limits.read_timeout_s, limits.session_ttl_s))
-            reader, last = MessageReader(self.rfile, self.wfile, limits.max_body_bytes), time.monotonic()
-            while True:
-                try:
-                    text = reader.next()
-                except TimeoutError:
-                    text = None
-                except (WebSocketClosed, OSError):
-                    return
-                if text is None:  # idle, or a control frame: has the session expired?
-                    if time.monotonic() - last > limits.session_ttl_s:
-                        message = f"session expired after {limits.session_ttl_s:g} s without a message"
-                        self._ws_send({"type": "error", "data": {"message": message, "code": "SESSION_ERROR"}})
-                        send_close(self.wfile, GOING_AWAY, "session expired")
-                        return
-                    continue
-                last = time.monotonic()
-                reply = _dispatch(server, session, text)
-                if reply is None:
-                    send_close(self.wfile, NORMAL)
-                    return
-                if not self._ws_send(reply):
-                    return
-
-        def _ws_send(self, reply: dict) -> bool:
-            try:
-                send_text(self.wfile, json.dumps(reply))
-                return True
-            except OSError:
-                return False
-
     return Handler
+
+
+class _LockedWriter:
+    """A WebSocket's output, written by its handler and, on expiry, by the server's reaper: one frame at a time."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.lock = stream, threading.Lock()
+
+    def write(self, data: bytes) -> None:
+        with self.lock:
+            self.stream.write(data)
+
+    def flush(self) -> None:
+        with self.lock:
+            self.stream.flush()
 
 
 def _missing(what: str) -> dict:

@@ -54,6 +54,7 @@ class _Session:
     steps: int = 0
     paid: float = 0.0  # team return already reported to the client
     used: float = field(default_factory=time.monotonic)
+    on_expire: Callable[[], None] | None = None  # a WebSocket session's: tell the client, close the connection
 
 
 def _schemas() -> dict[str, Any]:
@@ -150,16 +151,18 @@ class SeatServer:
             self.expire()
 
     def expire(self) -> int:
-        """Drop the sessions unused for ``limits.session_ttl_s``; returns how many."""
+        """Drop the sessions unused for ``limits.session_ttl_s`` (closing their WebSockets); returns how many."""
         cutoff = time.monotonic() - self.limits.session_ttl_s
         with self._lock:
-            old = [k for k, s in self._sessions.items() if s.used < cutoff]
-            for k in old:
-                del self._sessions[k]
+            old = [self._sessions.pop(k) for k, s in list(self._sessions.items()) if s.used < cutoff]
+        for session in old:
+            if session.on_expire is not None:
+                session.on_expire()
         return len(old)
 
-    def open_session(self, episode_id: str | None = None) -> str:
-        """Register a new (not yet reset) session; its key (``episode_id`` or a fresh one)."""
+    def open_session(self, episode_id: str | None = None, on_expire: Callable[[], None] | None = None) -> str:
+        """Register a new (not yet reset) session; its key (``episode_id`` or a fresh one). ``on_expire`` is
+        called if the session expires (a WebSocket's handler closes its connection)."""
         key = episode_id or uuid.uuid4().hex
         with self._lock:
             full = key not in self._sessions and len(self._sessions) >= self.limits.max_sessions
@@ -169,7 +172,7 @@ class SeatServer:
             if key not in self._sessions and len(self._sessions) >= self.limits.max_sessions:
                 raise RequestError(503, f"the server holds {len(self._sessions)} sessions, its limit "
                                         f"(ServerLimits.max_sessions); retry later", "CAPACITY_REACHED")
-            self._sessions[key] = _Session(None, key)
+            self._sessions[key] = _Session(None, key, on_expire=on_expire)
         return key
 
     def drop_session(self, key: str) -> None:

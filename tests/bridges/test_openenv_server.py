@@ -152,7 +152,8 @@ def test_idle_sessions_expire_and_capacity_is_bounded():
 
 
 def test_websocket_messages_get_openenv_errors_and_idle_sockets_expire():
-    with SeatServer(SIGNAL, limits=ServerLimits(session_ttl_s=0.5, max_body_bytes=1000)) as server:
+    limits = ServerLimits(session_ttl_s=1.0, read_timeout_s=0.1, max_body_bytes=1000)
+    with SeatServer(SIGNAL, limits=limits) as server:
         port = server._httpd.server_address[1]
         ws = WebSocketClient("127.0.0.1", port)
         for text, code in [("{not json", "INVALID_JSON"), ("[1]", "VALIDATION_ERROR"), ('{"type": "jump"}', "UNKNOWN_TYPE"),
@@ -164,13 +165,16 @@ def test_websocket_messages_get_openenv_errors_and_idle_sockets_expire():
         assert ws.ping(b"are you there") == b"are you there"  # OpenEnv's client pings every 20 s
         ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
         assert json.loads(ws.receive())["type"] == "observation" and server.session_count == 1
+        time.sleep(0.4)  # a client thinking longer than the read timeout (a model generating) is still served
+        ws.send(json.dumps({"type": "step", "data": {"text": "egg"}}))
+        assert json.loads(ws.receive())["type"] == "observation"
         ws.send("x" * 2000)  # over max_body_bytes: closed with 1009
         with pytest.raises(WebSocketClosed) as closed:
             ws.receive()
         assert closed.value.code == 1009
         idle = WebSocketClient("127.0.0.1", port)
         reply = json.loads(idle.receive())  # nothing sent for longer than the session TTL
-        assert reply["data"]["code"] == "SESSION_ERROR" and "session expired after 0.5 s" in reply["data"]["message"]
+        assert reply["data"]["code"] == "SESSION_ERROR" and "session expired after 1 s" in reply["data"]["message"]
         with pytest.raises(WebSocketClosed):
             idle.receive()
         time.sleep(0.2)
