@@ -175,6 +175,15 @@ class LogConfig:
     #: also write each step's sample table to samples/step_<k>.jsonl (all ranks' rows; can be large) and its
     #: decoded text and advantages to samples/step_<k>.text.jsonl (for report.html, baselines.report)
     save_samples: bool = False
+    #: without save_samples, still keep a bounded sample for report.html: the first sample_episodes episodes
+    #: of sample_steps steps spread over the run (the first and the last included); sample_steps=0: none
+    sample_steps: int = 4
+    sample_episodes: int = 8
+
+    def __post_init__(self) -> None:
+        if self.sample_steps < 0 or self.sample_episodes < 1:
+            raise ValueError(f"log.sample_steps must be >= 0 and log.sample_episodes >= 1, got "
+                             f"{self.sample_steps} and {self.sample_episodes}")
 
 
 @dataclass

@@ -13,7 +13,8 @@
 Flags override the YAML file; ``key=value`` overrides (dotted keys, YAML values) override both.
 Outputs in the run folder: ``config.yaml``, ``metrics.jsonl``, ``tb/`` (TensorBoard),
 ``checkpoints/``, ``team/`` (trained weights), ``curves.png`` (reward and per-agent gradient norms);
-with ``log.save_samples=true`` also ``samples/``, with ``--report`` also ``report.html`` (:mod:`baselines.report`).
+``samples/`` (a bounded sample of episodes; every step's with ``log.save_samples=true``) and ``report.html``
+(:mod:`baselines.report`; ``--no-report``: not written).
 """
 
 from __future__ import annotations
@@ -52,9 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-episodes", type=_positive_int, default=256, help="episodes of the final evaluation")
     p.add_argument("--no-eval", action="store_true", help="skip the final evaluation")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
-    p.add_argument("--report", action="store_true",
-                   help="write <run>/report.html at the end (python -m baselines.report; add log.save_samples=true "
-                        "for episodes)")
+    p.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
+                   help="write <run>/report.html at the end and print its path (default; python -m baselines.report): "
+                        "a bounded sample of episodes (log.sample_steps, log.sample_episodes), every step's with "
+                        "log.save_samples=true")
     return p
 
 

@@ -38,7 +38,7 @@ from baselines.distributed import DistContext
 from baselines.generation import GenerationConfig, TransformersBackend
 from baselines.metrics import MetricsLogger, read_jsonl
 from baselines.policies import Team
-from baselines.report.capture import save_step_text
+from baselines.report.capture import save_step_samples
 from baselines.samples import SampleTable
 from baselines.sharding import Sharding
 from baselines.step_metrics import mean, progress_line, step_metrics
@@ -163,10 +163,8 @@ class Trainer:
         self.backend.sync_weights()  # no-op for transformers; pushes weights into vLLM engines
         t2 = time.perf_counter()
         self.step += 1
-        if self.config.log.save_samples and self.dist.is_main:  # the whole step's table, all ranks' rows
-            (self.run_dir / "samples").mkdir(exist_ok=True)
-            table.to_jsonl(self.run_dir / "samples" / f"step_{self.step}.jsonl")
-            save_step_text(self.run_dir / "samples" / f"step_{self.step}.text.jsonl", table, adv, self.team)
+        if self.dist.is_main:  # samples/ for report.html (all ranks' rows): every step, or a bounded sample
+            save_step_samples(self.run_dir, self.step, self.config.steps, table, adv, self.team, self.config.log)
         metrics = step_metrics(result, adv, update, self.agents, self.config.advantage)
         metrics.update({
             "time/rollout_s": t1 - t0, "time/update_s": t2 - t1, "time/step_s": t2 - t0,
