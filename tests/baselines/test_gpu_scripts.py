@@ -69,9 +69,9 @@ def test_decode_profile_reports_every_engine(tmp_path, capsys):
     path = tmp_path / "profile.json"
     decode_profile.main(["--tasks", "2", "--group", "2", "--steps", "4", "--repeats", "1", "--json", str(path)])
     engines = json.loads(path.read_text())["engines"]
-    assert [e["engine"] for e in engines] == ["plain generate (one adapter)", "backend generate (mixed adapters)",
-                                              "backend fast",
-                                              "backend fast, model forward (peft per-row adapters)"]  # fmt: skip
+    assert [e["engine"] for e in engines] == ["backend fast", "backend fast, model forward (peft per-row adapters)",
+                                              "plain generate (one adapter)",
+                                              "backend generate (mixed adapters)"]  # fmt: skip
     assert all(e["ops_per_step"] > 0 for e in engines)
 
 
