@@ -35,16 +35,29 @@ class EnvConfig:
 
 
 @dataclass
+class AgentModelConfig:
+    """One agent's own model (``model.agents.<agent>``): its checkpoint and its device (None = the
+    team's ``model.path`` / the run's ``device``). Needs ``model.sharing: separate``."""
+
+    path: str | None = None
+    device: str | None = None
+
+
+@dataclass
 class ModelConfig:
     """The policies: a model path / hub id, or a tiny model built locally (``path = None``).
 
     sharing: "shared" (one model, roles by prompt), "lora" (one LoRA adapter per agent on a
-        shared base), "separate" (one full model per agent).
+        shared base), "single_model" (ONE LoRA adapter on the base plays every agent: the
+        single-model baseline), "separate" (one full model per agent).
+    agents: per-agent model and device, e.g. ``{speaker: {path: ./a, device: cuda:0}}``
+        (CLI ``--agent-model AGENT=MODEL``, ``--agent-device AGENT=DEVICE``); "separate" only.
     tiny_*: shape of the locally built model when ``path`` is None (no download).
     """
 
     path: str | None = None
-    sharing: Literal["shared", "lora", "separate"] = "shared"
+    sharing: Literal["shared", "lora", "single_model", "separate"] = "shared"
+    agents: dict[str, AgentModelConfig] = field(default_factory=dict)
     tokenizer: Literal["word", "bpe"] = "word"
     tiny_hidden_size: int = 64
     tiny_layers: int = 2
@@ -73,6 +86,12 @@ class ModelConfig:
     gradient_checkpointing: bool = False
     #: where the locally built tiny model is saved (default: <run dir>/tiny_model)
     tiny_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        own = sorted(a for a, m in self.agents.items() if m.path is not None or m.device is not None)
+        if own and self.sharing != "separate":
+            raise ValueError(f"model.agents gives {own} their own model or device, which needs "
+                             f"model.sharing=separate (one model per agent), not {self.sharing!r}")
 
 
 @dataclass

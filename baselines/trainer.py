@@ -64,6 +64,9 @@ class Trainer:
         if dist.active and config.loss.loss_agg_mode == "seq-mean-token-sum-norm" and config.loss.norm_len is None:
             raise ValueError("data-parallel training needs loss.norm_len with seq-mean-token-sum-norm "
                              "(the padded length it falls back to differs between ranks)")
+        if dist.active and any(m.device for m in config.model.agents.values()):
+            raise ValueError("model.agents.<agent>.device places each agent's model itself: not with several "
+                             "ranks (each rank takes one device, docs/scaling.md)")
         self.run_dir = Path(dist.broadcast_object(str(run_dir if run_dir is not None else default_run_dir(config))))
         if dist.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
