@@ -30,6 +30,8 @@ from baselines.config_parsing import apply_override, from_dict, merge_layer, par
 from baselines.config_sections import (
     DEFAULT_WORDS,
     SCHEME_ROLLOUT,
+    AgentModelConfig,
+    CriticConfig,
     DistributedConfig,
     EnvConfig,
     GenerationSettings,
@@ -44,6 +46,8 @@ from baselines.loss import LossConfig
 __all__ = [
     "DEFAULT_WORDS",
     "SCHEME_ROLLOUT",
+    "AgentModelConfig",
+    "CriticConfig",
     "DistributedConfig",
     "EnvConfig",
     "GenerationSettings",
@@ -80,6 +84,7 @@ class TrainConfig:
     advantage: AdvantageConfig = field(default_factory=AdvantageConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
+    critic: CriticConfig = field(default_factory=CriticConfig)
     log: LogConfig = field(default_factory=LogConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)

@@ -18,6 +18,11 @@ SCHEME_ROLLOUT: dict[str, str] = {
     "at_grpo": "branching",
     "magrpo": "joint_tree",
     "mars2": "env_tree",
+    "rloo": "episodes",
+    "remax": "episodes",  # + one greedy episode per task, the baseline (rollout.sample greedy_baseline)
+    "reinforce": "episodes",
+    "iac": "episodes",
+    "maac": "episodes",
 }
 
 #: signal-game settings of the embedded default: 4 fixed words, 1-word messages, chance 0.25
@@ -134,26 +139,47 @@ class RolloutConfig:
 
     mode: "auto" (the scheme's own mode), "episodes" (G independent episodes per task),
         "branching" (AT-GRPO: K candidates per agent-turn from one cloned state),
-        "joint_tree" (MAGRPO: aligned joint actions expand a tree), "env_tree" (MARS2: the
+        "joint_tree" (MAGRPO: aligned joint actions expand a tree), "cross_tree" (MAGRPO's cross
+        mode: every combination of the agents' answers is a child), "env_tree" (MARS2: the
         environment's own search tree; a flat tree of G episodes if it has none).
     tasks_per_step: task instances (env seeds) per optimizer step.
     group_size: G (episodes / joint actions per node) or K (candidates per state).
     tree_depth: MAGRPO turns that branch; deeper turns continue with one joint action.
         The discount of the return-to-go is ``advantage.gamma`` (the only gamma knob).
+    max_tree_nodes: cap on the nodes of one cross tree (it grows as (G^k)^depth, k agent-steps
+        per turn): a clear error beyond it.
     credit_method / credit_mode: SHARP credit ("shapley" exact or "single_mask") and the
         env's counterfactual mode.
     tool_reward_key: reward component read as SHARP's R_tool,k (0 when the env has none).
     max_steps_per_episode: safety cap on agent-steps of one episode.
     """
 
-    mode: Literal["auto", "episodes", "branching", "joint_tree", "env_tree"] = "auto"
+    mode: Literal["auto", "episodes", "branching", "joint_tree", "cross_tree", "env_tree"] = "auto"
     tasks_per_step: int = 32
     group_size: int = 8
     tree_depth: int = 2
+    max_tree_nodes: int = 4096
     credit_method: Literal["shapley", "single_mask"] = "shapley"
     credit_mode: str = "rescore"
     tool_reward_key: str = "tool_validity"
     max_steps_per_episode: int = 1000
+
+
+@dataclass
+class CriticConfig:
+    """The value heads of the actor-critic schemes (``scheme: iac`` or ``maac``; unused otherwise).
+
+    hidden: width of the head's hidden layer; lr: its Adam learning rate; epochs: full-batch Adam
+    steps per optimizer step on the scheme's targets (GAE's lambda-returns).
+    """
+
+    hidden: int = 64
+    lr: float = 3e-3
+    epochs: int = 8
+
+    def __post_init__(self) -> None:
+        if self.hidden < 1 or self.epochs < 1 or self.lr <= 0:
+            raise ValueError(f"critic.hidden and critic.epochs must be >= 1 and critic.lr > 0, got {self}")
 
 
 @dataclass

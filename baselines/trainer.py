@@ -31,9 +31,10 @@ import torch
 
 import llm_marl_envs
 from baselines import rollout
-from baselines.advantages import AdvantageResult, compute_advantages
+from baselines.advantages import CRITIC_SCHEMES, AdvantageResult, compute_advantages
 from baselines.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from baselines.config import TrainConfig, save_config
+from baselines.critic import Critic, make_critic
 from baselines.distributed import DistContext
 from baselines.generation import GenerationConfig, TransformersBackend
 from baselines.metrics import MetricsLogger, read_jsonl
@@ -95,6 +96,13 @@ class Trainer:
         # weights; then, with distributed.fsdp, each rank keeps its shard of every model
         self.sharding = Sharding.apply(self.team, dist, config.distributed.fsdp, config.device)
         self.param_sets = make_param_sets(config, self.team, self.agents)
+        self.critic: Critic | None = None
+        if config.scheme in CRITIC_SCHEMES:  # IAC / MAAC: value heads on the policies' features
+            if config.distributed.fsdp and dist.active:
+                raise ValueError(f"{config.scheme}'s critic reads whole models: not with distributed.fsdp")
+            c = config.critic
+            self.critic = make_critic(config.scheme, self.team, self.agents, hidden=c.hidden, lr=c.lr,
+                                      epochs=c.epochs, device=config.device)
         self.updater = Updater(config, self.team, self.agents, self.gen_config, self.param_sets, dist, self.sharding)
         self.task_rng = np.random.default_rng(config.seed)
         self.mode = config.rollout_mode
@@ -153,7 +161,8 @@ class Trainer:
             return rollout.sample(
                 self.mode, self.pool, tasks, self.backend, group_size=r.group_size, tree_depth=r.tree_depth,
                 gamma=self.config.advantage.gamma, with_credit=self.config.scheme == "sharp", credit_method=r.credit_method,
-                credit_mode=r.credit_mode, tool_reward_key=r.tool_reward_key, max_steps=r.max_steps_per_episode)
+                credit_mode=r.credit_mode, tool_reward_key=r.tool_reward_key, max_steps=r.max_steps_per_episode,
+                greedy_baseline=self.config.scheme == "remax", max_tree_nodes=r.max_tree_nodes)
 
     def train_step(self) -> dict[str, float]:
         """Rollout, advantages and update for one optimizer step; returns the step's metrics."""
@@ -161,8 +170,11 @@ class Trainer:
         result = self.dist.gather_rollout(self.collect(self.dist.shard(self.next_tasks())))
         t1 = time.perf_counter()
         table = result.table
+        if self.critic is not None:  # its estimates, for the scheme's GAE
+            table = table.replace(value=self.critic.values(table))
         adv = compute_advantages(table, self.config.scheme, self.config.advantage)
         update = self.update(table, adv)
+        critic_stats = self.critic.update(adv.values) if self.critic is not None else {}
         self.backend.sync_weights()  # no-op for transformers; pushes weights into vLLM engines
         t2 = time.perf_counter()
         self.step += 1
@@ -180,6 +192,7 @@ class Trainer:
             "tokens_per_s/train": update["train_tokens"] / max(update["train_seconds"], 1e-9),
             **self.sharding.memory(self.team, [s.optimizer for s in self.param_sets]),  # rank 0's
         })
+        metrics.update(critic_stats)
         if "idle_passes" in update:  # FSDP: passes a rank ran with weight 0 to keep the collectives in step
             metrics["fsdp/idle_passes"] = float(update["idle_passes"])
         return metrics
@@ -225,6 +238,7 @@ class Trainer:
             "rng_per_rank": [r for r, _ in per_rank],
             "generation_calls_per_rank": [c for _, c in per_rank],
             "config": self.config.to_dict(),
+            **({"critic": self.critic.state_dict()} if self.critic is not None else {}),
         }
 
     def save(self) -> Path:
@@ -241,6 +255,8 @@ class Trainer:
         the largest counter: training goes on correctly, but its sampling differs from an uninterrupted run."""
         ckpt = load_checkpoint(path)
         self.sharding.load_team_state(self.team, ckpt["team"])
+        if self.critic is not None:
+            self.critic.load_state_dict(ckpt["critic"])
         for s in self.param_sets:
             self.sharding.load_optimizer_state(s.optimizer, ckpt["optimizers"][str(s.key)])
         written_by = int(ckpt.get("world_size", 1))

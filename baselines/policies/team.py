@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from transformers import PreTrainedTokenizerBase
 
 from baselines.models.presets import resolve_model
+from baselines.policies.features import last_hidden_states
 from baselines.policies.loading import checkpointed_layers
 from baselines.policies.logprobs import completion_logprobs
 from baselines.policies.team_build import build_team_parts
@@ -211,6 +212,14 @@ class Team:
             entropy_grad=entropy_grad,
             batch_size=batch_size,
         )
+
+    def prompt_features(self, agent: str, prompt_ids: Sequence[Sequence[int]], *,
+                        batch_size: int | None = None) -> Tensor:
+        """``agent``'s policy model's last hidden state at each prompt's last token (no gradients; the
+        features of the actor-critic schemes' value heads)."""
+        with self.generating(agent) as model:
+            return last_hidden_states(model, prompt_ids, pad_id=self.tokenizer(agent).pad_token_id,
+                                      batch_size=batch_size)
 
     def reference_logprobs(
         self,
