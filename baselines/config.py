@@ -34,6 +34,7 @@ from baselines.config_sections import (
     CriticConfig,
     DistributedConfig,
     EnvConfig,
+    EvalConfig,
     GenerationSettings,
     LogConfig,
     ModelConfig,
@@ -50,6 +51,7 @@ __all__ = [
     "CriticConfig",
     "DistributedConfig",
     "EnvConfig",
+    "EvalConfig",
     "GenerationSettings",
     "LogConfig",
     "ModelConfig",
@@ -85,6 +87,7 @@ class TrainConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     critic: CriticConfig = field(default_factory=CriticConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
     log: LogConfig = field(default_factory=LogConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)

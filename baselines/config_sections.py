@@ -206,6 +206,24 @@ class OptimConfig:
 
 
 @dataclass
+class EvalConfig:
+    """Held-out evaluation during training (:mod:`baselines.heldout`).
+
+    every_steps: evaluate at step 0, every N steps and at the last step (0 = only the final evaluation).
+    episodes: held-out tasks of the fixed split (one sampled episode each); seed: draws them, and seeds
+        the evaluation's sampling, so every evaluation plays the same tasks with the same noise.
+    """
+
+    every_steps: int = 0
+    episodes: int = 64
+    seed: int = 4_242
+
+    def __post_init__(self) -> None:
+        if self.every_steps < 0 or self.episodes < 1:
+            raise ValueError(f"eval.every_steps must be >= 0 and eval.episodes >= 1, got {self}")
+
+
+@dataclass
 class LogConfig:
     """Outputs: JSONL metrics, TensorBoard, optional W&B, checkpoints, plot."""
 

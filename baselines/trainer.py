@@ -37,6 +37,7 @@ from baselines.config import TrainConfig, save_config
 from baselines.critic import Critic, make_critic
 from baselines.distributed import DistContext
 from baselines.generation import GenerationConfig, TransformersBackend
+from baselines.heldout import PeriodicEval, final_tasks, play_heldout
 from baselines.metrics import MetricsLogger, read_jsonl
 from baselines.policies import Team
 from baselines.report.capture import save_step_text
@@ -203,18 +204,11 @@ class Trainer:
 
     # -------------------------------------------------------------------- evaluation
     def evaluate(self, n_episodes: int = 256, seed: int = 12_345) -> float:
-        """Mean joint return of ``n_episodes`` sampled episodes on held-out seeds.
+        """Mean joint return of ``n_episodes`` sampled episodes on held-out seeds (:mod:`baselines.heldout`).
 
         Uses its own seeded backend, so evaluating never changes the training run's random streams.
         With several ranks it is a collective call: each rank plays its share of the episodes."""
-        rng = np.random.default_rng(seed)
-        tasks = [rollout.Task(int(s)) for s in rng.integers(2**31 - 1, 2**32 - 1, size=n_episodes)]
-        backend = TransformersBackend(self.team, dataclasses.replace(self.gen_config, seed=seed + self.dist.rank),
-                                      **self.backend_options())
-        with torch.no_grad(), self.sharding.gathered():
-            result = rollout.sample("episodes", self.pool, self.dist.shard(tasks), backend, group_size=1,
-                                    max_steps=self.config.rollout.max_steps_per_episode)
-        return mean([r for part in self.dist.all_gather_object(result.returns) for r in part])
+        return mean(play_heldout(self, self.pool, final_tasks(n_episodes, seed), seed))
 
     def chance(self) -> float:
         """Mean return of the env's scripted random policy (cached)."""
@@ -274,6 +268,11 @@ class Trainer:
         self.step = int(ckpt["step"])
 
     # -------------------------------------------------------------------- the run
+    @staticmethod
+    def _log(logger: MetricsLogger | None, step: int, metrics: dict[str, float]) -> None:
+        if logger is not None:  # rank 0
+            logger.log(step, metrics)
+
     def fit(self, resume: str | Path | None = None, eval_episodes: int = 256) -> dict[str, Any]:
         """Train for ``config.steps`` steps with logging, checkpoints, final eval and plot."""
         from tqdm.auto import tqdm
@@ -292,14 +291,18 @@ class Trainer:
         chance = self.chance()
         start = time.perf_counter()
         recent: list[float] = []
+        heldout = PeriodicEval(self) if cfg.eval.every_steps else None
+        if heldout is not None and heldout.due(self.step) and self.step == 0:  # the untrained team
+            self._log(logger, 0, heldout.run(0))
         bar = tqdm(total=cfg.steps, initial=self.step, disable=not (cfg.log.progress and main), desc=cfg.scheme,
                    dynamic_ncols=True)
         try:
             while self.step < cfg.steps:
                 metrics = self.train_step()
+                if heldout is not None and heldout.due(self.step, final=self.step == cfg.steps):
+                    metrics.update(heldout.run(self.step))
                 metrics["time/elapsed_s"] = time.perf_counter() - start
-                if logger is not None:
-                    logger.log(self.step, metrics)
+                self._log(logger, self.step, metrics)
                 recent = (recent + [metrics["reward"]])[-3:]
                 bar.update(1)
                 bar.set_postfix(reward=f"{metrics['reward']:.3f}", step_s=f"{metrics['time/step_s']:.2f}")
@@ -313,6 +316,8 @@ class Trainer:
                     break
         finally:
             bar.close()
+        if heldout is not None and heldout.due(self.step, final=True):  # stopped early: the last step too
+            self._log(logger, self.step, heldout.run(self.step))
         final = self.evaluate(eval_episodes) if eval_episodes else float("nan")
         wall = time.perf_counter() - start
         self.save()
