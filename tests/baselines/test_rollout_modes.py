@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import torch
 
 from baselines.advantages import AdvantageConfig, compute_advantages
 from baselines.generation import GenerationConfig, TransformersBackend
@@ -114,3 +115,19 @@ def test_cross_tree_multi_turn_size_and_return_to_go(namer_dir):
     with pytest.raises(ValueError, match=r"G=4, tree_depth=2 gives 272 branching nodes .* > rollout.max_tree_nodes=100"):
         sample("cross_tree", pool_for(signal_kwargs(n_rounds=2)), [Task(1)], backend, group_size=4, tree_depth=2,
                max_tree_nodes=100)
+
+
+@pytest.mark.parametrize("scheme", ["magrpo", "rloo"])
+def test_magrpos_trainer_takes_a_step_on_cross_trees(scheme, namer_dir, tmp_path):
+    from baselines.config import load_config
+    from baselines.trainer import Trainer
+
+    config = load_config(overrides=[f"scheme={scheme}", "rollout.mode=cross_tree", "rollout.tasks_per_step=3",
+                                    "rollout.group_size=2", "generation.max_new_tokens=1", "log.tensorboard=false",
+                                    f"model.path={namer_dir}"])
+    trainer = Trainer(config, tmp_path)
+    before = {n: p.detach().clone() for n, p in trainer.team.trainable_parameters(None).items()}
+    m = trainer.train_step()
+    assert m["rollout/tree_nodes_per_task"] == 4 and m["n_rows"] >= 3 * (2 + 2)
+    assert m["agent/speaker/grad_norm"] > 0 and m["agent/listener/grad_norm"] > 0
+    assert any(not torch.equal(p, trainer.team.trainable_parameters(None)[n]) for n, p in before.items())

@@ -82,3 +82,27 @@ def test_a_team_of_two_pretrained_models_of_different_shapes_trains_end_to_end_f
 def test_per_agent_options_reject_bad_input_clearly(argv, match, model_dir, tmp_path):
     with pytest.raises((SystemExit, ValueError), match=match):
         main(["--steps", "1", "--no-eval", "--out", str(tmp_path), f"model.path={model_dir}", *QUIET, *argv])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (run on the GPU machine)")
+@pytest.mark.parametrize("scheme", ["grpo", "maac"])
+def test_each_agent_on_its_own_device_trains_end_to_end(scheme, tmp_path):
+    """speaker on the GPU, listener on the CPU: generation, the update and a critic across both devices."""
+    texts = signal_game_texts(episodes=8)
+    speaker = build_tiny_model(tmp_path / "qwen", texts=texts, seed=0, init_std=0.3, sliding_window=4)
+    listener = build_tiny_model(tmp_path / "llama", texts=texts, tokenizer="bpe", arch="llama", hidden_size=48,
+                                num_layers=1, seed=1)
+    config = load_config(overrides=[f"scheme={scheme}", "model.sharing=separate", f"model.agents.speaker.path={speaker}",
+                                    "model.agents.speaker.device=cuda:0", f"model.agents.listener.path={listener}",
+                                    "model.agents.listener.device=cpu", *QUIET])
+    trainer = Trainer(config, tmp_path / "run")
+    assert trainer.team.device("speaker").type == "cuda" and trainer.team.device("listener").type == "cpu"
+    before = {a: {n: p.detach().cpu().clone() for n, p in trainer.team.trainable_parameters(a).items()}
+              for a in ("speaker", "listener")}
+    for _ in range(2):
+        m = trainer.train_step()
+        assert m["skipped_updates"] == 0 and m["agent/speaker/grad_norm"] > 0 and m["agent/listener/grad_norm"] > 0
+    for agent, params in before.items():
+        now = trainer.team.trainable_parameters(agent)
+        assert all(not torch.equal(p, now[n].detach().cpu()) for n, p in params.items()), agent
+    assert 0 <= trainer.evaluate(16) <= 1
