@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from baselines.experiments.common import (
     Run,
-    add_run_io_args,
     markdown_table,
+    parse_experiment,
     quiet_config,
     runs_to_report,
     save_figure,
@@ -137,12 +136,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--task", choices=sorted(TASKS), default="signal")
     ap.add_argument("--variant", choices=VARIANTS, default="grpo")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--plot", type=Path, default=None)
-    add_run_io_args(ap)
-    ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = parse_experiment(ap, argv)
     runs, _ = runs_to_report(args)
     if not args.load:
         if (args.task, args.variant) in NOT_APPLICABLE:
