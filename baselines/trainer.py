@@ -192,6 +192,11 @@ class Trainer:
             **self.sharding.memory(self.team, [s.optimizer for s in self.param_sets]),  # rank 0's
         })
         metrics.update(critic_stats)
+        graphs = getattr(self.backend, "graphs", None)
+        if graphs is not None:  # the fast path's CUDA graphs (a failed capture is also warned, with its reason)
+            summary = graphs.summary()
+            metrics.update({"generation/cuda_graphs_on": float(summary["mode"] == "on"),
+                            "generation/cuda_graph_captures": float(summary["captures"])})  # fmt: skip
         if "idle_passes" in update:  # FSDP: passes a rank ran with weight 0 to keep the collectives in step
             metrics["fsdp/idle_passes"] = float(update["idle_passes"])
         return metrics

@@ -11,7 +11,8 @@ A graph is keyed by everything that decides what it computes: the slot (decoder,
 sampling settings (greedy, temperature, top-k, top-p), the addresses of every weight the step reads
 (a weight replaced rather than updated in place gets a new capture; in-place updates -- optimizer
 steps, ``load_state_dict``, the stacked adapters' refresh -- are seen by the replay as they are) and
-the output layer's hooks (a vocabulary mask added later). All graphs share one memory pool (they
+the output layer's hooks (a vocabulary mask added later) and the active adapter (a mask may
+depend on it). All graphs share one memory pool (they
 never run at once, and none has outputs outside its slot). Rows are padded to :func:`row_bucket`
 and lengths to :func:`length_bucket`, so a training run captures a handful of graphs.
 
@@ -85,7 +86,8 @@ class DecodeGraphs:
     def _key(self, slot: Slot, config: GenerationConfig) -> tuple:
         weights = tuple(t.data_ptr() for t in slot.decoder.weights())
         hooks = tuple(id(h) for h in slot.decoder.head._forward_hooks.values())
-        return (sampling_key(config), weights, hooks)
+        active = str(getattr(slot.decoder.model, "active_adapter", None))  # a hook may mask by the active adapter
+        return (sampling_key(config), weights, hooks, active)
 
     def graph(self, slot: Slot, config: GenerationConfig) -> Any | None:
         """The captured step of ``slot`` for ``config`` (captured now if new); None when graphs are off.

@@ -43,14 +43,18 @@ def pick(logits: torch.Tensor, config: GenerationConfig, forced: torch.Tensor | 
     tokens instead of drawing (a teacher-forced pass through the sampler: its own log-probs of given tokens)."""
     if forced is not None:
         return forced, logprob_of(logits, forced, config)
-    scaled = logits / config.scoring_temperature
     if config.greedy:
         tokens = logits.argmax(-1)
-    else:
-        scores = scaled
+        return tokens, logprob_of(logits, tokens, config)
+    logp = torch.log_softmax(logits / config.scoring_temperature, dim=-1)
+    if config.top_k or config.top_p < 1.0:  # transformers' warpers on the scaled logits, then their softmax
+        scores = logits / config.scoring_temperature
         if config.top_k:
             scores = TopKLogitsWarper(config.top_k)(None, scores)
         if config.top_p < 1.0:
             scores = TopPLogitsWarper(config.top_p)(None, scores)
-        tokens = exponential_race(F.softmax(scores, dim=-1))
-    return tokens, logprob_of(logits, tokens, config)
+        probs = F.softmax(scores, dim=-1)
+    else:  # the untruncated distribution is the recorded one: one log-softmax serves both
+        probs = logp.exp()
+    tokens = exponential_race(probs)
+    return tokens, logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
