@@ -4,10 +4,11 @@ This process runs untrusted code and is never told the tests. It loads the progr
 ``solution`` (its top-level output goes to the run's stdout/stderr), tells the judge what the
 program defined (functions and classes by name, plain-data constants by value), and then
 serves the judge's requests one at a time: call a function, get an attribute, iterate, ...
-Each request is one call, sent only once the previous one was answered, so this process never holds
-the arguments of a call the tests have not made yet (see .remote.Link). Every answer is plain data (:mod:`.plaindata`) or a reference to an object kept here; an
-exception raised by the program travels as its type name, builtin base class, message and
-traceback. Nothing it sends decides a test: the judge compares the values itself.
+Each request comes only once the previous one was answered, so this process never holds the
+arguments of a call the tests have not made yet (see .remote.Link). Every answer is plain data
+(:mod:`.plaindata`) or a reference to an object kept here; an exception raised by the program
+travels as its type name, builtin base class, message and traceback. Nothing it sends decides a
+test: the judge compares the values itself.
 """
 
 from __future__ import annotations
