@@ -67,7 +67,7 @@ def build_request(job: Job, config: SandboxConfig, test_code: TestCodeCache | No
     }
     compiled = test_code.encoded(job.setup, tests) if test_code is not None else None
     if compiled is not None:
-        request["compiled"], request["plans"] = compiled
+        request["compiled"] = compiled
     return request
 
 

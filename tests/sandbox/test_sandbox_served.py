@@ -73,7 +73,7 @@ def _summary(res):
 
 def test_the_server_judges_exactly_as_a_judge_process_does(pools):
     served, judged = pools
-    for _ in range(2):  # first use: live calls; second: compiled tests with call plans
+    for _ in range(2):  # first use: compiled in the job; second: compiled by the caller
         for program in PROGRAMS:
             mine, reference = served.run(program, TESTS, setup="candidate = f\n"), judged.run(program, TESTS, setup="candidate = f\n")
             assert (mine.judge, reference.judge) == ("server", "process")

@@ -9,7 +9,6 @@ exception (:func:`remote_exception`). Nothing here runs code of the program.
 
 from __future__ import annotations
 
-import collections
 import json
 import sys
 from typing import Any
@@ -41,53 +40,22 @@ class ProgramGone(BaseException):
 class Link:
     """The judge's end of the socket pair; counts the program's output and CPU per test.
 
-    ``pending``: the planned calls (..callplan) whose replies are on their way, as
-    ``(test index, global name, args, kwargs)``; the test running now is ``current``.
+    One request at a time: :meth:`ask` sends a request and receives its reply before anything else
+    is sent, so the program process never holds the arguments of a call that has not been made yet
+    (a later test's arguments can be an earlier test's expected value: ``f(1) == 2``, ``f(2) == 4``).
     """
 
     def __init__(self, channel: Any) -> None:
         self.channel = channel
         self.cpu = 0.0
-        self.pending: collections.deque[tuple[int, str, Any, Any]] = collections.deque()
-        self.current = -1
-        self.prefetch = True
 
-    def send(self, request: dict[str, Any]) -> None:
+    def ask(self, request: dict[str, Any]) -> Any:
+        """Send ``request`` and return its reply (see :meth:`receive`)."""
         try:
             self.channel.send(json.dumps(request, allow_nan=True).encode("utf-8", "surrogatepass"))
         except ChannelClosed as exc:
             raise ProgramGone(str(exc)) from None
-
-    def ask(self, request: dict[str, Any]) -> Any:
-        self.send(request)
-        return self.receive(iteration=request.get("op") == "next")
-
-    def planned(self, name: str, args: Any, kwargs: Any) -> bool:
-        """Whether the next planned call is this one (then its reply is the next to receive)."""
-        if not self.pending:
-            return False
-        test, planned_name, planned_args, planned_kwargs = self.pending[0]
-        if test == self.current and planned_name == name and planned_args == args and planned_kwargs == kwargs:
-            self.pending.popleft()
-            return True
-        self.abandon()
-        return False
-
-    def abandon(self) -> None:
-        """Not the planned call: receive (and drop) the rest of the batch; live calls from now on."""
-        self.prefetch = False
-        self.skip_until(None)
-
-    def skip_until(self, test: int | None) -> None:
-        """Drop the replies of planned calls (of tests before ``test``; None: all) not made."""
-        while self.pending and (test is None or self.pending[0][0] < test):
-            self.pending.popleft()
-            try:
-                self.receive()
-            except (ProgramGone, TimeoutError):
-                raise
-            except BaseException:  # noqa: BLE001 - the program's exception, for a call not made
-                pass
+        return self.receive(iteration=request["op"] == "next")
 
     def receive(self, iteration: bool = False) -> Any:
         """The next reply, rebuilt; whatever the program sent, this raises only ProgramGone (it
@@ -110,8 +78,6 @@ class Link:
         tick = getattr(channel, "tick", None)  # (.served: the fork server's deadline, while it decodes)
         if tick is not None:
             tick(True)
-        if "skip" in reply:
-            return None, None
         cpu = reply.get("c")
         if type(cpu) is float and 0 < cpu < MAX_CALL_CPU_S:
             self.cpu += cpu
@@ -181,11 +147,7 @@ class Remote:
         except NotPlainData as exc:
             raise TypeError(f"cannot pass this argument to the program: {exc}") from None
         link = self._sbx_link
-        ref = self._sbx_ref
-        if link.pending and "g" in ref and link.planned(ref["g"], request["a"], request["k"]):
-            value, changed = link.receive()
-        else:
-            value, changed = link.ask(request)
+        value, changed = link.ask(request)
         if type(changed) is list:
             _apply_changes(args, kwargs, changed, link.rebuild)
         return value

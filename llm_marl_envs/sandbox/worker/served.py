@@ -151,6 +151,14 @@ class WatchedChannel(Channel):
             self.hand_off(f"a message of {size} bytes")
         return self._exactly(size)
 
+    def send(self, data: bytes) -> None:
+        """Send a request, then wait for its reply to arrive (the judge sends nothing else before
+        it: .remote.Link): the program process rarely runs before this process sleeps, so a read
+        right away would find nothing and cost a failed read and its exception."""
+        super().send(data)
+        if not self.buffer:
+            self.watch.wait(self.fd, select.POLLIN)
+
     def hand_off(self, why: str) -> None:
         """Give the run up (``handoff``): the tests left re-run in a judge process, a process of its
         own that its deadline kills wherever it is. Raises ChannelClosed."""
@@ -192,7 +200,7 @@ def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
     watch = _Watch(supervisor, spec, pid, records, out_r, err_r)
     job = spec.job
     payload = {"nonce": "", "setup": job.get("setup") or "", "tests": job["tests"], "compiled": job.get("compiled"),
-               "plans": job.get("plans"), "limits": job["limits"], "indices": spec.indices}
+               "limits": job["limits"], "indices": spec.indices}
 
     def finish() -> NoReturn:
         records.emit(P.REC_END, -1, True, {})

@@ -152,9 +152,9 @@ class ForkServer:
         self.zygote = Zygote(child_main)
         # From now on (the zygote, and so every job process, keeps the normal policy): when a
         # job process wakes this process (a reply of the program, its output), it is not
-        # preempted for it but goes on until it blocks or its time slice ends, so the judge
-        # here reads a batch of replies in one go instead of one context switch per reply
-        # (-12 % CPU per HumanEval job). Deadlines are then enforced up to a time slice late.
+        # preempted for it but goes on until it blocks or its time slice ends (-12 % CPU per
+        # HumanEval job when replies came in batches; with one call per round trip, as now, no
+        # difference either way). Deadlines are then enforced up to a time slice late.
         try:
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         except (AttributeError, OSError):  # pragma: no cover - not Linux, or refused

@@ -150,7 +150,7 @@ class Supervisor:
                 judge_fd, program_fd = judge_end.detach(), program_end.detach()
                 mine += [judge_fd, program_fd]
                 judge_payload = payload_memfd({"nonce": nonce, "setup": spec.job.get("setup") or "",
-                                        "tests": spec.job["tests"], "compiled": spec.job.get("compiled"), "plans": spec.job.get("plans"),
+                                        "tests": spec.job["tests"], "compiled": spec.job.get("compiled"),
                                         "limits": spec.job["limits"], "indices": spec.indices})
                 program_payload = payload_memfd({"program": spec.job["program"], "limits": spec.job["limits"]})
                 mine += [judge_payload, program_payload]

@@ -6,7 +6,7 @@ they must not (their own tests, earlier jobs), or to keep resources beyond their
 Each attack test of this package failed on the sandbox before the trusted comparison (the tests are
 judged in a process the program cannot reach) and the per-job isolation were added: every
 hostile program below got full marks, or found what it looked for, or kept what it made.
-The semantics tests (honest programs, planned calls) pass on both.
+The semantics tests (honest programs) pass on both.
 """
 
 from __future__ import annotations
