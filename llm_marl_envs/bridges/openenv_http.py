@@ -16,10 +16,10 @@ import socket
 import sys
 import threading
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from llm_marl_envs.bridges import BridgeError
 from llm_marl_envs.bridges.websocket import (
@@ -33,8 +33,20 @@ from llm_marl_envs.bridges.websocket import (
     valid_key,
 )
 
-if TYPE_CHECKING:
-    from llm_marl_envs.bridges.openenv_server import SeatServer
+
+class SeatServer(Protocol):
+    """What the transport asks of the seat server (:class:`~llm_marl_envs.bridges.openenv_server.SeatServer`;
+    a protocol here, so the transport does not import the server that imports it)."""
+
+    limits: ServerLimits
+    schemas: Any
+
+    def open_session(self, episode_id: str | None = None, on_expire: Callable[[], None] | None = None) -> str: ...
+    def drop_session(self, key: str) -> None: ...
+    def reset(self, key: str | None, data: Mapping[str, Any]) -> dict: ...
+    def step(self, key: str, action: Any) -> dict: ...
+    def state(self, key: str) -> dict: ...
+    def metadata(self) -> dict: ...
 
 class RequestError(BridgeError):
     """A request the server refuses: ``status`` is its HTTP status, ``code`` OpenEnv's WebSocket error code."""
