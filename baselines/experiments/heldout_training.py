@@ -17,9 +17,9 @@ and ``<out>/<name>/curves.png`` (train reward of every seed, held-out before/aft
 Time budgets (a GPU window must come back with its figures): ``--deadline`` is an absolute time
 (seconds since the epoch) for the whole process, after-evaluation included; ``--train-seconds``
 bounds each seed's training alone. Training stops before a step that the time left can no longer
-hold -- one more step (the slowest seen so far) plus, for ``--deadline``, the after-evaluation
-(estimated from the before-evaluation's own time, with a margin) -- so the after-evaluation always
-runs. ``results.json`` is written as the run goes: after the before-evaluation and after every
+hold -- one more step (the slowest seen so far; before the first, as long as the before-evaluation)
+plus, for ``--deadline``, the after-evaluation (estimated from the before-evaluation's own time, with
+a margin) -- so the after-evaluation always runs. ``results.json`` is written as the run goes: after the before-evaluation and after every
 step (the seed's record then says ``"partial": true`` and has no ``after`` yet), and when the seed
 ends; a process killed by a timeout still leaves every figure it had.
 
@@ -98,19 +98,22 @@ class _DiagnosedTrainer(Trainer):
     budget: Budget = Budget()
     on_step: Any = None  #: called after every step (the results file is rewritten there)
     _started: float | None = None
-    _slowest: float = 0.0
+    #: the seconds a step is assumed to take until one has been timed (run_seed: the before-evaluation's)
+    first_step_guess: float = 0.0
+    _step_seconds: list[float]
 
     def fits_another_step(self) -> bool:
         """Whether one more step (as slow as the slowest so far) ends before the budget's end of training."""
         self._started = self._started or time.time()
-        return time.time() + self._slowest <= self.budget.end_of_training(self._started)
+        need = max(self._step_seconds) if getattr(self, "_step_seconds", None) else self.first_step_guess
+        return time.time() + need <= self.budget.end_of_training(self._started)
 
     def train_step(self):  # type: ignore[override]
         began = time.time()
         self._started = self._started or began
         metrics = super().train_step()
         self.history.append(metrics)
-        self._slowest = max(self._slowest, time.time() - began)
+        self._step_seconds = [*getattr(self, "_step_seconds", []), time.time() - began]
         if not self.fits_another_step():
             self.config.steps = self.step  # fit's loop ends here; the after-evaluation still runs
         if self.on_step is not None:
@@ -165,6 +168,7 @@ def run_seed(config_path: str, overrides: list[str], seed: int, out: Path, eval_
     before = heldout_score(trainer, eval_episodes, eval_seed)
     print(f"seed {seed}: held-out before {before['mean_return']:.3f} ({before['seconds']:.0f} s)", flush=True)
     trainer.budget = dataclasses.replace(budget, reserve=budget.reserve + EVAL_MARGIN * before["seconds"])
+    trainer.first_step_guess = before["seconds"]  # no step timed yet: as long as an evaluation
     start = time.perf_counter()
 
     def partial(t: _DiagnosedTrainer) -> None:

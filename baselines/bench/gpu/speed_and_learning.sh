@@ -14,7 +14,8 @@
 # curves_magrpo.png.
 # Knobs (env): BUDGET seconds for the whole script (450), TURNS of helper/main (2), SEEDS ("0 1 2"), STEPS cap
 # (60; the deadline usually stops training first), EVAL problems (33), RANDOM_WEIGHTS=1 (speed check on random
-# weights), SHAPE_DIR (config + tokenizer folder used when the preset fails), PROFILE=0 (skip the profile).
+# weights), SHAPE_DIR (config + tokenizer folder used when the preset fails), PROFILE=0 (skip the profile),
+# TINY_SEEDS (the CPU try-out's seeds, "0": one process per scheme on a 2-core machine).
 set -u
 OUT=${OUT:?set OUT to the folder that comes back}
 PY=${PYTHON:-python3}
@@ -39,7 +40,7 @@ if [ "${TINY:-0}" = 1 ]; then   # the CPU try-out: tiny model, a few rows and to
   PROFILE_ARGS=(--tasks 2 --group 2 --steps 4 --repeats 1)
   TRAIN=(device=cpu model.path=null rollout.tasks_per_step=1 rollout.group_size=2 generation.max_new_tokens=8
          optim.micro_batch_rows=2 steps=${STEPS:-3})
-  EVAL=${EVAL:-2}; SPEED_T=150; PROFILE_T=60; LEARN_MIN=60
+  EVAL=${EVAL:-2}; SPEED_T=150; PROFILE_T=60; LEARN_MIN=90; SEEDS=${TINY_SEEDS:-0}  # 2 processes on 2 cores
 else
   DEV=(--device cuda --dtype bf16); MODEL=(--model smollm2-135m-instruct)
   [ "${RANDOM_WEIGHTS:-0}" = 1 ] && MODEL+=(--random-weights)
