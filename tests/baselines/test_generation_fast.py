@@ -191,3 +191,30 @@ def test_grouped_decode_attention_equals_the_expanded_reference():
     ref, _ = eager_attention_forward(module, q, k, v, additive, scaling=dim**-0.5)
     ours = grouped_decode_attention(q[:, :, 0], k, v, allowed, dim**-0.5)
     torch.testing.assert_close(ours, ref.reshape(rows, 1, heads * dim), atol=1e-6, rtol=1e-5)
+
+
+def test_a_graph_is_keyed_by_everything_that_selects_its_weights(tiny_paths):
+    """What a captured step reads is in its key: moved weights, a new output-layer hook (a vocabulary mask),
+    another active adapter or other sampling settings each make a new key; an in-place update does not."""
+    from baselines.generation.cuda_graphs import DecodeGraphs, Slot
+
+    team = lora_team(tiny_paths["bpe"])
+    model = team.base_model(team.policy_key("speaker"))
+    backend = TransformersBackend(team, decode="fast")
+    graphs = DecodeGraphs(capture=False)
+    slot = Slot(backend.decoder(model, team.policy_key("speaker")), 8, 256)
+    sampled, greedy = GenerationConfig(temperature=1.0), GenerationConfig(temperature=0)
+    key = graphs._key(slot, sampled)
+    assert graphs._key(slot, greedy) != key
+    with torch.no_grad():
+        next(iter(team.trainable_parameters("speaker").values())).add_(1.0)  # an optimizer step: in place
+    assert graphs._key(slot, sampled) == key
+    model.set_adapter(team.policy_key("listener").adapter)
+    assert graphs._key(slot, sampled) != key
+    model.set_adapter(team.policy_key("speaker").adapter)
+    handle = model.get_output_embeddings().register_forward_hook(lambda m, i, o: o)
+    assert graphs._key(slot, sampled) != key
+    handle.remove()
+    head = model.get_output_embeddings()
+    head.weight = torch.nn.Parameter(head.weight.detach().clone())  # replaced, not updated: a new address
+    assert graphs._key(slot, sampled) != key
