@@ -25,13 +25,16 @@ from typing import Any
 
 import yaml
 
-from baselines.advantages import ADVANTAGE_SCHEMES, AdvantageConfig
+from baselines.advantages import ADVANTAGE_SCHEMES, CRITIC_SCHEMES, AdvantageConfig
 from baselines.config_parsing import apply_override, from_dict, merge_layer, parse_override, to_dict
 from baselines.config_sections import (
     DEFAULT_WORDS,
     SCHEME_ROLLOUT,
+    AgentModelConfig,
+    CriticConfig,
     DistributedConfig,
     EnvConfig,
+    EvalConfig,
     GenerationSettings,
     LogConfig,
     ModelConfig,
@@ -44,8 +47,11 @@ from baselines.loss import LossConfig
 __all__ = [
     "DEFAULT_WORDS",
     "SCHEME_ROLLOUT",
+    "AgentModelConfig",
+    "CriticConfig",
     "DistributedConfig",
     "EnvConfig",
+    "EvalConfig",
     "GenerationSettings",
     "LogConfig",
     "ModelConfig",
@@ -80,6 +86,8 @@ class TrainConfig:
     advantage: AdvantageConfig = field(default_factory=AdvantageConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
+    critic: CriticConfig = field(default_factory=CriticConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
     log: LogConfig = field(default_factory=LogConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
@@ -98,6 +106,9 @@ class TrainConfig:
         if self.optim.micro_batch_rows and self.distributed.fsdp:
             raise ValueError("optim.micro_batch_rows is not supported with distributed.fsdp (every rank must run "
                              "the same passes); set it to 0")
+        if self.scheme in ("remax", *CRITIC_SCHEMES) and self.rollout_mode != "episodes":
+            raise ValueError(f"scheme {self.scheme} needs rollout.mode=episodes (it plays ReMax's greedy episode / "
+                             f"records the steps and turn rewards GAE runs over), not {self.rollout_mode!r}")
         if self.loss.tis_cap is not None and not self.optim.recompute_old_logprobs:
             raise ValueError(
                 f"loss.tis_cap={self.loss.tis_cap} corrects pi_old (training forward) against the sampler's "

@@ -69,6 +69,12 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         return value
     if tp is Any:
         return value
+    if _is_dataclass_type(tp):
+        if dataclasses.is_dataclass(value):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected a mapping, got {value!r}")
+        return from_dict(tp, value, f"{where}.")
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{where}: expected a number, got {value!r}")

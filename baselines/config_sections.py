@@ -18,6 +18,11 @@ SCHEME_ROLLOUT: dict[str, str] = {
     "at_grpo": "branching",
     "magrpo": "joint_tree",
     "mars2": "env_tree",
+    "rloo": "episodes",
+    "remax": "episodes",  # + one greedy episode per task, the baseline (rollout.sample greedy_baseline)
+    "reinforce": "episodes",
+    "iac": "episodes",
+    "maac": "episodes",
 }
 
 #: signal-game settings of the embedded default: 4 fixed words, 1-word messages, chance 0.25
@@ -35,16 +40,29 @@ class EnvConfig:
 
 
 @dataclass
+class AgentModelConfig:
+    """One agent's own model (``model.agents.<agent>``): its checkpoint and its device (None = the
+    team's ``model.path`` / the run's ``device``). Needs ``model.sharing: separate``."""
+
+    path: str | None = None
+    device: str | None = None
+
+
+@dataclass
 class ModelConfig:
     """The policies: a model path / hub id, or a tiny model built locally (``path = None``).
 
     sharing: "shared" (one model, roles by prompt), "lora" (one LoRA adapter per agent on a
-        shared base), "separate" (one full model per agent).
+        shared base), "single_model" (ONE LoRA adapter on the base plays every agent: the
+        single-model baseline), "separate" (one full model per agent).
+    agents: per-agent model and device, e.g. ``{speaker: {path: ./a, device: cuda:0}}``
+        (CLI ``--agent-model AGENT=MODEL``, ``--agent-device AGENT=DEVICE``); "separate" only.
     tiny_*: shape of the locally built model when ``path`` is None (no download).
     """
 
     path: str | None = None
-    sharing: Literal["shared", "lora", "separate"] = "shared"
+    sharing: Literal["shared", "lora", "single_model", "separate"] = "shared"
+    agents: dict[str, AgentModelConfig] = field(default_factory=dict)
     tokenizer: Literal["word", "bpe"] = "word"
     tiny_hidden_size: int = 64
     tiny_layers: int = 2
@@ -77,6 +95,12 @@ class ModelConfig:
     #: where the locally built tiny model is saved (default: <run dir>/tiny_model)
     tiny_dir: str | None = None
 
+    def __post_init__(self) -> None:
+        own = sorted(a for a, m in self.agents.items() if m.path is not None or m.device is not None)
+        if own and self.sharing != "separate":
+            raise ValueError(f"model.agents gives {own} their own model or device, which needs "
+                             f"model.sharing=separate (one model per agent), not {self.sharing!r}")
+
 
 @dataclass
 class GenerationSettings:
@@ -85,8 +109,7 @@ class GenerationSettings:
     def backend_options(self) -> dict:
         """The transformers backend's keyword arguments these settings name."""
         return {"max_batch_size": self.max_batch_size or None, "decode": self.decode,
-                "merge_adapters": self.merge_adapters, "static_cache": self.static_cache,
-                "cuda_graphs": self.cuda_graphs}  # fmt: skip
+                "team_decoder": self.team_decoder, "cuda_graphs": self.cuda_graphs}  # fmt: skip
 
     max_new_tokens: int = 1
     temperature: float = 1.0
@@ -95,14 +118,13 @@ class GenerationSettings:
     backend: Literal["transformers", "vllm", "vllm_server"] = "transformers"
     #: max sequences per generate() call (0 = all at once)
     max_batch_size: int = 0
-    #: transformers backend: "fast" (lean decode loop, merged LoRA sampling weights, static cache and
-    #: CUDA graphs on CUDA; same sampling and log-probs) or "generate" (``model.generate``)
+    #: transformers backend: "fast" (lean decode loop: the whole team in one forward per token, CUDA
+    #: graphs on CUDA; same sampling distribution and log-probs) or "generate" (``model.generate``)
     decode: Literal["fast", "generate"] = "fast"
-    #: fast decode of a LoRA team: sample from per-adapter merged weights (false: peft, one call per adapter)
-    merge_adapters: bool = True
-    #: fast decode: pre-allocated static KV cache (null: on CUDA only)
-    static_cache: bool | None = None
-    #: fast decode: capture the static-cache decode step as a CUDA graph (null: on CUDA only; never on CPU)
+    #: fast decode through the team decoder (Llama / Mistral / Qwen2 layouts; null: where the model allows
+    #: it, false: the model's own forward with peft's per-row adapters)
+    team_decoder: bool | None = None
+    #: fast decode: capture the team decoder's step as a CUDA graph (null: on CUDA; never on a CPU)
     cuda_graphs: bool | None = None
     #: vLLM backend: GPU memory fraction for its engines
     vllm_gpu_memory_utilization: float = 0.4
@@ -118,26 +140,47 @@ class RolloutConfig:
 
     mode: "auto" (the scheme's own mode), "episodes" (G independent episodes per task),
         "branching" (AT-GRPO: K candidates per agent-turn from one cloned state),
-        "joint_tree" (MAGRPO: aligned joint actions expand a tree), "env_tree" (MARS2: the
+        "joint_tree" (MAGRPO: aligned joint actions expand a tree), "cross_tree" (MAGRPO's cross
+        mode: every combination of the agents' answers is a child), "env_tree" (MARS2: the
         environment's own search tree; a flat tree of G episodes if it has none).
     tasks_per_step: task instances (env seeds) per optimizer step.
     group_size: G (episodes / joint actions per node) or K (candidates per state).
     tree_depth: MAGRPO turns that branch; deeper turns continue with one joint action.
         The discount of the return-to-go is ``advantage.gamma`` (the only gamma knob).
+    max_tree_nodes: cap on the nodes of one cross tree (it grows as (G^k)^depth, k agent-steps
+        per turn): a clear error beyond it.
     credit_method / credit_mode: SHARP credit ("shapley" exact or "single_mask") and the
         env's counterfactual mode.
     tool_reward_key: reward component read as SHARP's R_tool,k (0 when the env has none).
     max_steps_per_episode: safety cap on agent-steps of one episode.
     """
 
-    mode: Literal["auto", "episodes", "branching", "joint_tree", "env_tree"] = "auto"
+    mode: Literal["auto", "episodes", "branching", "joint_tree", "cross_tree", "env_tree"] = "auto"
     tasks_per_step: int = 32
     group_size: int = 8
     tree_depth: int = 2
+    max_tree_nodes: int = 4096
     credit_method: Literal["shapley", "single_mask"] = "shapley"
     credit_mode: str = "rescore"
     tool_reward_key: str = "tool_validity"
     max_steps_per_episode: int = 1000
+
+
+@dataclass
+class CriticConfig:
+    """The value heads of the actor-critic schemes (``scheme: iac`` or ``maac``; unused otherwise).
+
+    hidden: width of the head's hidden layer; lr: its Adam learning rate; epochs: full-batch Adam
+    steps per optimizer step on the scheme's targets (GAE's lambda-returns).
+    """
+
+    hidden: int = 64
+    lr: float = 3e-3
+    epochs: int = 8
+
+    def __post_init__(self) -> None:
+        if self.hidden < 1 or self.epochs < 1 or self.lr <= 0:
+            raise ValueError(f"critic.hidden and critic.epochs must be >= 1 and critic.lr > 0, got {self}")
 
 
 @dataclass
@@ -164,6 +207,24 @@ class OptimConfig:
 
 
 @dataclass
+class EvalConfig:
+    """Held-out evaluation during training (:mod:`baselines.heldout`).
+
+    every_steps: evaluate at step 0, every N steps and at the last step (0 = only the final evaluation).
+    episodes: held-out tasks of the fixed split (one sampled episode each); seed: draws them, and seeds
+        the evaluation's sampling, so every evaluation plays the same tasks with the same noise.
+    """
+
+    every_steps: int = 0
+    episodes: int = 64
+    seed: int = 4_242
+
+    def __post_init__(self) -> None:
+        if self.every_steps < 0 or self.episodes < 1:
+            raise ValueError(f"eval.every_steps must be >= 0 and eval.episodes >= 1, got {self}")
+
+
+@dataclass
 class LogConfig:
     """Outputs: JSONL metrics, TensorBoard, optional W&B, checkpoints, plot."""
 
@@ -184,6 +245,15 @@ class LogConfig:
     #: tokens) without adding it to the loss; the frozen reference is the adapter-free base in LoRA mode
     #: (no copy), a frozen copy of each model otherwise. ``loss.kl_coef > 0`` measures it anyway.
     kl_to_start: bool = False
+    #: without save_samples, still keep a bounded sample for report.html: the first sample_episodes episodes
+    #: of sample_steps steps spread over the run (the first and the last included); sample_steps=0: none
+    sample_steps: int = 4
+    sample_episodes: int = 8
+
+    def __post_init__(self) -> None:
+        if self.sample_steps < 0 or self.sample_episodes < 1:
+            raise ValueError(f"log.sample_steps must be >= 0 and log.sample_episodes >= 1, got "
+                             f"{self.sample_steps} and {self.sample_episodes}")
 
 
 @dataclass

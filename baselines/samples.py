@@ -17,6 +17,13 @@ Tree conventions (MAGRPO, AT-GRPO, MARS2):
 - ``reward`` is the joint team reward of the node (or episode) the row belongs to; every row
   of one node carries the same value.
 
+Sequences (actor-critic, ReMax):
+- ``step`` is the index of the row's agent-step in its episode (the order of the rows within one
+  ``(task, episode)``); ``-1`` where the sampler does not record it.
+- ``turn_reward`` is the joint team reward of the row's turn alone (NaN = not recorded);
+  ``value`` a critic's estimate of the row's state (NaN = no critic); ``baseline`` a return
+  the sampler measured for the row's task and turn, e.g. ReMax's greedy rollout (NaN = none).
+
 Build a table with :meth:`SampleTable.from_rows` (a list of :class:`Row` or dicts) or
 :meth:`SampleTable.from_columns`; unknown or missing columns raise ``ValueError``.
 """
@@ -37,10 +44,11 @@ import numpy as np
 from llm_marl_envs.data.jsonl import iter_jsonl
 
 STR_COLUMNS = ("task", "agent", "group")
-INT_COLUMNS = ("episode", "branch", "turn", "node", "parent", "depth")
-FLOAT_COLUMNS = ("reward", "return_to_go", "local_reward", "tool_reward", "credit")
+INT_COLUMNS = ("episode", "branch", "turn", "node", "parent", "depth", "step")
+FLOAT_COLUMNS = ("reward", "return_to_go", "local_reward", "tool_reward", "credit", "turn_reward", "value",
+                 "baseline")
 #: float columns where NaN means "not computed" (everything else must be finite)
-NAN_ALLOWED = ("return_to_go", "credit")
+NAN_ALLOWED = ("return_to_go", "credit", "turn_reward", "value", "baseline")
 SEQ_COLUMNS = ("prompt_ids", "completion_ids", "old_logprobs")
 DICT_COLUMNS = ("reward_components",)
 REQUIRED_COLUMNS = ("task", "episode", "agent", "reward")
@@ -68,17 +76,22 @@ class Row:
     tool_reward: float = 0.0
     credit: float = math.nan
     group: str = ""
+    step: int = -1
+    turn_reward: float = math.nan
+    value: float = math.nan
+    baseline: float = math.nan
 
 
 COLUMNS: tuple[str, ...] = (
     "task", "episode", "branch", "agent", "turn", "node", "parent", "depth",
     "prompt_ids", "completion_ids", "old_logprobs",
     "reward", "return_to_go", "reward_components", "local_reward", "tool_reward", "credit",
-    "group",
+    "group", "step", "turn_reward", "value", "baseline",
 )  # fmt: skip
 _SCALAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {"branch": -1, "turn": 0, "node": -1, "parent": -1, "depth": 0, "return_to_go": math.nan,
-     "local_reward": 0.0, "tool_reward": 0.0, "credit": math.nan, "group": ""}
+     "local_reward": 0.0, "tool_reward": 0.0, "credit": math.nan, "group": "", "step": -1,
+     "turn_reward": math.nan, "value": math.nan, "baseline": math.nan}
 )  # fmt: skip
 
 
@@ -138,6 +151,10 @@ class SampleTable:
     tool_reward: np.ndarray  # float64, SHARP R_tool,k
     credit: np.ndarray  # float64, SHARP phi_k, NaN = not computed
     group: np.ndarray  # str, explicit sibling-group id set by the sampler ("" = none)
+    step: np.ndarray  # int64, the agent-step's index in its episode, -1 if unknown
+    turn_reward: np.ndarray  # float64, team reward of the row's turn, NaN = not recorded
+    value: np.ndarray  # float64, critic value of the row's state, NaN = no critic
+    baseline: np.ndarray  # float64, a measured baseline return (ReMax's greedy rollout), NaN = none
 
     def __post_init__(self) -> None:
         for name in STR_COLUMNS:
@@ -217,9 +234,10 @@ class SampleTable:
                 bad = np.flatnonzero(~np.isfinite(getattr(self, name)))
                 if bad.size:
                     raise ValueError(f"column {name!r} is not finite at row(s) {bad[:5].tolist()}")
-        bad = np.flatnonzero(np.isinf(self.return_to_go) | np.isinf(self.credit))
-        if bad.size:
-            raise ValueError(f"return_to_go/credit is infinite at row(s) {bad[:5].tolist()}")
+        for name in NAN_ALLOWED:
+            bad = np.flatnonzero(np.isinf(getattr(self, name)))
+            if bad.size:
+                raise ValueError(f"column {name!r} is infinite at row(s) {bad[:5].tolist()}")
         for i, (ids, lps) in enumerate(zip(self.completion_ids, self.old_logprobs, strict=True)):
             if len(ids) != len(lps):
                 raise ValueError(f"row {i}: {len(ids)} completion tokens but {len(lps)} old_logprobs")

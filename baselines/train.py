@@ -13,7 +13,8 @@
 Flags override the YAML file; ``key=value`` overrides (dotted keys, YAML values) override both.
 Outputs in the run folder: ``config.yaml``, ``metrics.jsonl``, ``tb/`` (TensorBoard),
 ``checkpoints/``, ``team/`` (trained weights), ``curves.png`` (reward and per-agent gradient norms);
-with ``log.save_samples=true`` also ``samples/``, with ``--report`` also ``report.html`` (:mod:`baselines.report`).
+``samples/`` (a bounded sample of episodes; every step's with ``log.save_samples=true``) and ``report.html``
+(:mod:`baselines.report`; ``--no-report``: not written).
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheme", help="grpo | dr_mas | magrpo | at_grpo | mars2 | sharp")
     p.add_argument("--model", help="model preset (smollm2-135m-instruct), local path or hub id "
                                     "(default: a tiny model built locally)")
+    p.add_argument("--sharing", choices=["shared", "lora", "single_model", "separate"],
+                   help="model.sharing: one model, one LoRA adapter per agent, ONE adapter for every agent "
+                        "(the single-model baseline), or one model per agent")
+    p.add_argument("--agent-model", action="append", default=[], metavar="AGENT=MODEL",
+                   help="AGENT's own model (repeatable; model.agents.AGENT.path; the team becomes one model per "
+                        "agent, model.sharing=separate)")
+    p.add_argument("--agent-device", action="append", default=[], metavar="AGENT=DEVICE",
+                   help="AGENT's model on its own device, e.g. listener=cuda:1 (repeatable; model.agents.AGENT.device, "
+                        "model.sharing=separate)")
     p.add_argument("--steps", type=int, help="optimizer steps")
     p.add_argument("--seed", type=int)
     p.add_argument("--device", help="cpu, cuda, cuda:1 ...")
@@ -52,9 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-episodes", type=_positive_int, default=256, help="episodes of the final evaluation")
     p.add_argument("--no-eval", action="store_true", help="skip the final evaluation")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
-    p.add_argument("--report", action="store_true",
-                   help="write <run>/report.html at the end (python -m baselines.report; add log.save_samples=true "
-                        "for episodes)")
+    p.add_argument("--report", action=argparse.BooleanOptionalAction, default=True,
+                   help="write <run>/report.html at the end and print its path (default; python -m baselines.report): "
+                        "a bounded sample of episodes (log.sample_steps, log.sample_episodes), every step's with "
+                        "log.save_samples=true")
     return p
 
 
@@ -86,11 +97,26 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
         base["env"] = {"name": args.env}
     if args.model is not None:
         base.setdefault("model", {})["path"] = args.model
+    if args.sharing is not None:
+        base.setdefault("model", {})["sharing"] = args.sharing
+    for flag, key in ((args.agent_model, "path"), (args.agent_device, "device")):
+        for agent, value in _agent_pairs(flag, "--agent-" + ("model" if key == "path" else "device")).items():
+            model = base.setdefault("model", {})
+            model.setdefault("agents", {}).setdefault(agent, {})[key] = value
+            model.setdefault("sharing", "separate")
     if args.out is not None:
         base.setdefault("log", {})["out_dir"] = args.out
     if args.name is not None:
         base.setdefault("log", {})["run_name"] = args.name
     return load_config(args.config, args.overrides, base=base)
+
+
+def _agent_pairs(items: list[str], flag: str) -> dict[str, str]:
+    """``["speaker=./a"]`` -> ``{"speaker": "./a"}``; anything but AGENT=VALUE is an error."""
+    bad = [item for item in items if "=" not in item or not item.split("=", 1)[0] or not item.split("=", 1)[1]]
+    if bad:
+        raise SystemExit(f"{flag} takes AGENT=VALUE, got {bad}")
+    return dict(item.split("=", 1) for item in items)
 
 
 def main(argv: list[str] | None = None) -> dict:

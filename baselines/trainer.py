@@ -31,14 +31,16 @@ import torch
 
 import llm_marl_envs
 from baselines import rollout
-from baselines.advantages import AdvantageResult, compute_advantages
+from baselines.advantages import CRITIC_SCHEMES, AdvantageResult, compute_advantages
 from baselines.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from baselines.config import TrainConfig, save_config
+from baselines.critic import Critic, make_critic
 from baselines.distributed import DistContext
 from baselines.generation import GenerationConfig, TransformersBackend
+from baselines.heldout import PeriodicEval, final_tasks, play_heldout
 from baselines.metrics import MetricsLogger, read_jsonl
 from baselines.policies import Team
-from baselines.report.capture import save_step_text
+from baselines.report.capture import save_step_samples
 from baselines.samples import SampleTable
 from baselines.sharding import Sharding
 from baselines.step_metrics import mean, progress_line, step_metrics
@@ -64,6 +66,9 @@ class Trainer:
         if dist.active and config.loss.loss_agg_mode == "seq-mean-token-sum-norm" and config.loss.norm_len is None:
             raise ValueError("data-parallel training needs loss.norm_len with seq-mean-token-sum-norm "
                              "(the padded length it falls back to differs between ranks)")
+        if dist.active and any(m.device for m in config.model.agents.values()):
+            raise ValueError("model.agents.<agent>.device places each agent's model itself: not with several "
+                             "ranks (each rank takes one device, docs/scaling.md)")
         self.run_dir = Path(dist.broadcast_object(str(run_dir if run_dir is not None else default_run_dir(config))))
         if dist.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -92,6 +97,13 @@ class Trainer:
         # weights; then, with distributed.fsdp, each rank keeps its shard of every model
         self.sharding = Sharding.apply(self.team, dist, config.distributed.fsdp, config.device)
         self.param_sets = make_param_sets(config, self.team, self.agents)
+        self.critic: Critic | None = None
+        if config.scheme in CRITIC_SCHEMES:  # IAC / MAAC: value heads on the policies' features
+            if config.distributed.fsdp and dist.active:
+                raise ValueError(f"{config.scheme}'s critic reads whole models: not with distributed.fsdp")
+            c = config.critic
+            self.critic = make_critic(config.scheme, self.team, self.agents, hidden=c.hidden, lr=c.lr,
+                                      epochs=c.epochs, device=config.device)
         self.updater = Updater(config, self.team, self.agents, self.gen_config, self.param_sets, dist, self.sharding)
         self.task_rng = np.random.default_rng(config.seed)
         self.mode = config.rollout_mode
@@ -152,7 +164,8 @@ class Trainer:
             return rollout.sample(
                 self.mode, self.pool, tasks, self.backend, group_size=r.group_size, tree_depth=r.tree_depth,
                 gamma=self.config.advantage.gamma, with_credit=self.config.scheme == "sharp", credit_method=r.credit_method,
-                credit_mode=r.credit_mode, tool_reward_key=r.tool_reward_key, max_steps=r.max_steps_per_episode)
+                credit_mode=r.credit_mode, tool_reward_key=r.tool_reward_key, max_steps=r.max_steps_per_episode,
+                greedy_baseline=self.config.scheme == "remax", max_tree_nodes=r.max_tree_nodes)
 
     def train_step(self) -> dict[str, float]:
         """Rollout, advantages and update for one optimizer step; returns the step's metrics."""
@@ -160,15 +173,16 @@ class Trainer:
         result = self.dist.gather_rollout(self.collect(self.dist.shard(self.next_tasks())))
         t1 = time.perf_counter()
         table = result.table
+        if self.critic is not None:  # its estimates, for the scheme's GAE
+            table = table.replace(value=self.critic.values(table))
         adv = compute_advantages(table, self.config.scheme, self.config.advantage)
         update = self.update(table, adv)
+        critic_stats = self.critic.update(adv.values) if self.critic is not None else {}
         self.backend.sync_weights()  # no-op for transformers; pushes weights into vLLM engines
         t2 = time.perf_counter()
         self.step += 1
-        if self.config.log.save_samples and self.dist.is_main:  # the whole step's table, all ranks' rows
-            (self.run_dir / "samples").mkdir(exist_ok=True)
-            table.to_jsonl(self.run_dir / "samples" / f"step_{self.step}.jsonl")
-            save_step_text(self.run_dir / "samples" / f"step_{self.step}.text.jsonl", table, adv, self.team)
+        if self.dist.is_main:  # samples/ for report.html (all ranks' rows): every step, or a bounded sample
+            save_step_samples(self.run_dir, self.step, self.config.steps, table, adv, self.team, self.config.log)
         metrics = step_metrics(result, adv, update, self.agents, self.config.advantage)
         metrics.update({
             "time/rollout_s": t1 - t0, "time/update_s": t2 - t1, "time/step_s": t2 - t0,
@@ -179,6 +193,12 @@ class Trainer:
             "tokens_per_s/train": update["train_tokens"] / max(update["train_seconds"], 1e-9),
             **self.sharding.memory(self.team, [s.optimizer for s in self.param_sets]),  # rank 0's
         })
+        metrics.update(critic_stats)
+        graphs = getattr(self.backend, "graphs", None)
+        if graphs is not None:  # the fast path's CUDA graphs (a failed capture is also warned, with its reason)
+            summary = graphs.summary()
+            metrics.update({"generation/cuda_graphs_on": float(summary["mode"] == "on"),
+                            "generation/cuda_graph_captures": float(summary["captures"])})  # fmt: skip
         if "idle_passes" in update:  # FSDP: passes a rank ran with weight 0 to keep the collectives in step
             metrics["fsdp/idle_passes"] = float(update["idle_passes"])
         return metrics
@@ -189,18 +209,11 @@ class Trainer:
 
     # -------------------------------------------------------------------- evaluation
     def evaluate(self, n_episodes: int = 256, seed: int = 12_345) -> float:
-        """Mean joint return of ``n_episodes`` sampled episodes on held-out seeds.
+        """Mean joint return of ``n_episodes`` sampled episodes on held-out seeds (:mod:`baselines.heldout`).
 
         Uses its own seeded backend, so evaluating never changes the training run's random streams.
         With several ranks it is a collective call: each rank plays its share of the episodes."""
-        rng = np.random.default_rng(seed)
-        tasks = [rollout.Task(int(s)) for s in rng.integers(2**31 - 1, 2**32 - 1, size=n_episodes)]
-        backend = TransformersBackend(self.team, dataclasses.replace(self.gen_config, seed=seed + self.dist.rank),
-                                      **self.backend_options())
-        with torch.no_grad(), self.sharding.gathered():
-            result = rollout.sample("episodes", self.pool, self.dist.shard(tasks), backend, group_size=1,
-                                    max_steps=self.config.rollout.max_steps_per_episode)
-        return mean([r for part in self.dist.all_gather_object(result.returns) for r in part])
+        return mean(play_heldout(self, self.pool, final_tasks(n_episodes, seed), seed))
 
     def chance(self) -> float:
         """Mean return of the env's scripted random policy (cached)."""
@@ -224,6 +237,7 @@ class Trainer:
             "rng_per_rank": [r for r, _ in per_rank],
             "generation_calls_per_rank": [c for _, c in per_rank],
             "config": self.config.to_dict(),
+            **({"critic": self.critic.state_dict()} if self.critic is not None else {}),
         }
 
     def save(self) -> Path:
@@ -240,6 +254,8 @@ class Trainer:
         the largest counter: training goes on correctly, but its sampling differs from an uninterrupted run."""
         ckpt = load_checkpoint(path)
         self.sharding.load_team_state(self.team, ckpt["team"])
+        if self.critic is not None:
+            self.critic.load_state_dict(ckpt["critic"])
         for s in self.param_sets:
             self.sharding.load_optimizer_state(s.optimizer, ckpt["optimizers"][str(s.key)])
         written_by = int(ckpt.get("world_size", 1))
@@ -257,6 +273,11 @@ class Trainer:
         self.step = int(ckpt["step"])
 
     # -------------------------------------------------------------------- the run
+    @staticmethod
+    def _log(logger: MetricsLogger | None, step: int, metrics: dict[str, float]) -> None:
+        if logger is not None:  # rank 0
+            logger.log(step, metrics)
+
     def fit(self, resume: str | Path | None = None, eval_episodes: int = 256) -> dict[str, Any]:
         """Train for ``config.steps`` steps with logging, checkpoints, final eval and plot."""
         from tqdm.auto import tqdm
@@ -275,14 +296,18 @@ class Trainer:
         chance = self.chance()
         start = time.perf_counter()
         recent: list[float] = []
+        heldout = PeriodicEval(self) if cfg.eval.every_steps else None
+        if heldout is not None and heldout.due(self.step) and self.step == 0:  # the untrained team
+            self._log(logger, 0, heldout.run(0))
         bar = tqdm(total=cfg.steps, initial=self.step, disable=not (cfg.log.progress and main), desc=cfg.scheme,
                    dynamic_ncols=True)
         try:
             while self.step < cfg.steps:
                 metrics = self.train_step()
+                if heldout is not None and heldout.due(self.step, final=self.step == cfg.steps):
+                    metrics.update(heldout.run(self.step))
                 metrics["time/elapsed_s"] = time.perf_counter() - start
-                if logger is not None:
-                    logger.log(self.step, metrics)
+                self._log(logger, self.step, metrics)
                 recent = (recent + [metrics["reward"]])[-3:]
                 bar.update(1)
                 bar.set_postfix(reward=f"{metrics['reward']:.3f}", step_s=f"{metrics['time/step_s']:.2f}")
@@ -296,6 +321,8 @@ class Trainer:
                     break
         finally:
             bar.close()
+        if heldout is not None and heldout.due(self.step, final=True):  # stopped early: the last step too
+            self._log(logger, self.step, heldout.run(self.step))
         final = self.evaluate(eval_episodes) if eval_episodes else float("nan")
         wall = time.perf_counter() - start
         self.save()

@@ -56,7 +56,8 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
     then apply the word mask of :func:`mask_words` (``env`` declares its ``action_words``): one per model,
     or, in LoRA mode when the agents' words differ, one per agent's adapter."""
     path = config.model.path
-    if path is None:
+    own = {a for a, m in config.model.agents.items() if m.path is not None}
+    if path is None and set(agents) - own:  # some agent plays the team's model: the tiny one
         tiny_dir = Path(config.model.tiny_dir) if config.model.tiny_dir else run_dir / "tiny_model"
         extra = [str(w) for w in config.env.kwargs.get("words", ())]
         build_tiny_model(tiny_dir, texts=texts, tokenizer=config.model.tokenizer, extra_words=extra,
@@ -67,11 +68,7 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
                          tie_embeddings=config.model.tiny_tie_embeddings,
                          sliding_window=config.model.tiny_sliding_window)
         path = str(tiny_dir)
-    team_config = TeamConfig(mode=config.model.sharing, model=path, lora_r=config.model.lora_r,
-                             lora_alpha=config.model.lora_alpha, dtype=config.model.dtype, device=config.device,
-                             reference=config.loss.kl_coef > 0 or config.log.kl_to_start,
-                             gradient_checkpointing=config.model.gradient_checkpointing)
-    team = Team.from_config(team_config, agents)
+    team = Team.from_config(team_config(config, path, agents), agents)
     eos = config.model.mask_eos
     for slot, slot_agents in team.models_and_agents().items():
         if config.model.sharing == "lora":  # one adapter per agent: each agent may have its own mask
@@ -84,6 +81,23 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
         if words:
             team.restrict_vocabulary(slot, word_token_ids(team.tokenizer(slot_agents[0]), words, eos))
     return team
+
+
+def team_config(config: TrainConfig, path: str | None, agents: list[str]) -> TeamConfig:
+    """The :class:`TeamConfig` of ``config.model`` (``path``: the shared / fallback checkpoint):
+    ``single_model`` is LoRA with one adapter for every agent; ``model.agents`` gives agents their
+    own checkpoint and device (``separate``)."""
+    m = config.model
+    unknown = sorted(set(m.agents) - set(agents))
+    if unknown:
+        raise ValueError(f"model.agents names unknown agents {unknown}; this task's agents: {agents}")
+    single = m.sharing == "single_model"
+    return TeamConfig(mode="lora" if single else m.sharing, model=path, shared_adapter=single,
+                      models={a: c.path for a, c in m.agents.items() if c.path is not None},
+                      devices={a: c.device for a, c in m.agents.items() if c.device is not None},
+                      lora_r=m.lora_r, lora_alpha=m.lora_alpha, dtype=m.dtype, device=config.device,
+                      reference=config.loss.kl_coef > 0 or config.log.kl_to_start,
+                      gradient_checkpointing=m.gradient_checkpointing)
 
 
 def mask_words(config: TrainConfig, env: Any, agents: list[str]) -> list[str] | None:

@@ -62,9 +62,22 @@ def test_gymnasium_vector_envs_give_each_env_its_own_string(kind):
         vec.close()
 
 
-def test_async_vector_env_shared_memory_refuses_free_text_with_advice():
-    with pytest.raises(ValueError, match="shared_memory=False"):
-        gym.vector.AsyncVectorEnv([EchoEnv, EchoEnv])
+def test_async_vector_env_default_shared_memory_carries_each_step_text():
+    """AsyncVectorEnv's default (shared_memory=True): every step's texts, unicode included, not the first ones."""
+    vec = gym.vector.AsyncVectorEnv([EchoEnv, EchoEnv])
+    live = gym.vector.AsyncVectorEnv([EchoEnv, EchoEnv], copy=False)
+    try:
+        obs, _ = vec.reset(seed=0)
+        assert obs["text"] == ("", "")
+        view, _ = live.reset(seed=0)
+        for actions in (["owl", "giraffe"], ["x" * 100, "✓ ünïcode 你好 😀\n"], ["", "b"]):
+            obs, rewards, _, _, _ = vec.step(actions)
+            assert obs["text"] == tuple(actions) and list(rewards) == [len(a) for a in actions]
+            live.step(actions)
+            assert tuple(view["text"]) == tuple(actions)  # copy=False: a live view of the shared memory
+    finally:
+        vec.close()
+        live.close()
 
 
 def test_supersuit_vector_env_gives_each_agent_its_own_string():

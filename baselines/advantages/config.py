@@ -26,8 +26,10 @@ class AdvantageConfig:
     drop_zero_variance: bool = False
     #: if set, every group must hold exactly this many rows (guards AT-GRPO/MAGRPO keys)
     expected_group_size: int | None = None
-    # --- MAGRPO: discount used to fill return_to_go when the column is all NaN
+    # --- MAGRPO: discount used to fill return_to_go when the column is all NaN; GAE's discount (IAC, MAAC)
     gamma: float = 0.9
+    # --- IAC / MAAC: GAE's lambda (1 = the discounted return minus V, 0 = the one-step TD error)
+    gae_lambda: float = 0.95
     # --- AT-GRPO: r = alpha * r_team + r_local
     alpha: float = 1.0
     # --- MARS2: tree-consistent shaping r' = r + shaping_gamma * (r - b),
@@ -52,6 +54,18 @@ class AdvantageConfig:
             raise ValueError(f"expected_group_size must be >= 1, got {self.expected_group_size}")
         if self.overlong_max_len is not None and not 0 <= self.overlong_buffer <= self.overlong_max_len:
             raise ValueError("overlong_buffer must be in [0, overlong_max_len]")
+        if not 0 <= self.gae_lambda <= 1:
+            raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
+
+    def refuse_group_options(self, scheme: str) -> None:
+        """Schemes whose baseline is not the group's (ReMax, REINFORCE, GAE) have no group std to divide by
+        and no zero-variance group to drop: asking for either is an error, never a silent no-op."""
+        if self.scale_by_std:
+            raise ValueError(f"{scheme} subtracts a baseline and does not divide by a group std: leave "
+                             "advantage.scale_by_std unset (null) or false")
+        if self.drop_zero_variance:
+            raise ValueError(f"{scheme}: a group of equal returns still carries R - baseline, so there is nothing "
+                             "to drop: set advantage.drop_zero_variance=false")
 
     def scale(self, scheme_default: bool) -> bool:
         """Resolved std on/off for a scheme whose paper default is ``scheme_default``."""

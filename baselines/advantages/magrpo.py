@@ -23,6 +23,14 @@ def magrpo(table: SampleTable, config: AdvantageConfig) -> AdvantageResult:
                on every row it is computed here with ``magrpo_returns(table, config.gamma)``.
     With one agent this is GRPO over the same siblings (identical with ``scale_by_std=True``).
     """
+    returns, groups = sibling_returns(table, config)
+    return normalize_with_config(returns, groups, config, scale_default=False)
+
+
+def sibling_returns(table: SampleTable, config: AdvantageConfig) -> tuple[np.ndarray, np.ndarray]:
+    """MAGRPO's value and group of every row: (return-to-go R_t, dense group id over
+    (task, sibling state, agent, turn)). Shared by the baselines of the same trainer (RLOO, ReMax,
+    REINFORCE). The return-to-go is filled from the tree when the column is all NaN."""
     returns = table.return_to_go
     if len(table) and np.all(np.isnan(returns)):
         returns = magrpo_returns(table, config.gamma)
@@ -30,7 +38,7 @@ def magrpo(table: SampleTable, config: AdvantageConfig) -> AdvantageResult:
         rows = np.flatnonzero(np.isnan(returns))[:5].tolist()
         raise ValueError(f"return_to_go is NaN at rows {rows}; fill it for every row or for none")
     groups, _ = group_index(table.task, sibling_key(table), table.agent, table.turn)
-    return normalize_with_config(returns, groups, config, scale_default=False)
+    return returns, groups
 
 
 def magrpo_returns(table: SampleTable, gamma: float) -> np.ndarray:

@@ -127,6 +127,21 @@ def normalize_with_config(
     )
 
 
+def with_advantages(result: AdvantageResult, advantages: np.ndarray, *, keep_all: bool = False) -> AdvantageResult:
+    """``result`` (a :func:`group_normalize` output: its groups, values and group statistics) with other
+    ``advantages`` (and every row kept with ``keep_all``); the advantage statistics are recomputed."""
+    advantages = np.asarray(advantages, dtype=np.float64)
+    if not np.all(np.isfinite(advantages)):
+        rows = np.flatnonzero(~np.isfinite(advantages))[:5].tolist()
+        raise NonFiniteAdvantageError(f"advantages are not finite at rows {rows} (a baseline or value overflowed)")
+    keep = np.ones(len(advantages), dtype=bool) if keep_all else result.keep
+    n = len(advantages)
+    stats = {**result.stats, "keep_frac": float(keep.mean()) if n else 1.0,
+             "adv_mean": float(advantages.mean()) if n else 0.0, "adv_std": float(advantages.std()) if n else 0.0,
+             "adv_abs_max": float(np.abs(advantages).max()) if n else 0.0}
+    return AdvantageResult(advantages=advantages, keep=keep, groups=result.groups, values=result.values, stats=stats)
+
+
 def _check_finite(values, g, mean, std, centered) -> None:
     bad = ~np.isfinite(mean) | ~np.isfinite(std)
     bad_rows = ~np.isfinite(centered)

@@ -84,8 +84,8 @@ class BenchConfig:
     warmup_rounds: int = 0
     #: the backend's decoding: "generate", "fast" or "both" (both timed, ratio fast / generate)
     decode: str = "generate"
-    #: fast path: static KV cache and CUDA graphs (None: the backend's defaults, on CUDA only)
-    static_cache: bool | None = None
+    #: fast path: the team decoder and CUDA graphs (None: the backend's defaults)
+    team_decoder: bool | None = None
     cuda_graphs: bool | None = None
 
 
@@ -224,7 +224,7 @@ def run(cfg: BenchConfig) -> dict[str, float]:
     def make(decode: str) -> TransformersBackend:
         return TransformersBackend(team, gen, max_padding=cfg.max_padding, share_prompts=cfg.share_prompts,
                                    decode_segment=cfg.decode_segment, decode=decode,
-                                   static_cache=cfg.static_cache, cuda_graphs=cfg.cuda_graphs)  # fmt: skip
+                                   team_decoder=cfg.team_decoder, cuda_graphs=cfg.cuda_graphs)  # fmt: skip
 
     backend = make("fast" if cfg.decode == "fast" else "generate")
     fast = make("fast") if cfg.decode == "both" else None
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--decode-segment", type=int, default=32, help="the backend's decode_segment (0: one call)")
     p.add_argument("--decode", default="generate", choices=["generate", "fast", "both"],
                    help="the backend's decoding; both: generate and fast timed back to back each round")
-    p.add_argument("--static-cache", action="store_true", default=None, help="fast path: static KV cache on CPU too")
+    p.add_argument("--no-team-decoder", action="store_true", help="fast path: the model's own forward (peft adapters)")
     p.add_argument("--no-cuda-graphs", action="store_true", help="fast path: no CUDA graph capture on CUDA")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
     p.add_argument("--model", help="real model: preset (smollm2-135m-instruct), local folder or hub id")
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> None:
         sequential_requests=a.sequential_requests, seed=a.seed, threads=a.threads, max_padding=a.max_padding,
         share_prompts=not a.no_share_prompts, rounds=a.rounds, model=a.model,
         random_weights=a.random_weights, decode_segment=a.decode_segment or None, warmup_rounds=a.warmup_rounds,
-        decode=a.decode, static_cache=a.static_cache, cuda_graphs=False if a.no_cuda_graphs else None,
+        decode=a.decode, team_decoder=False if a.no_team_decoder else None, cuda_graphs=False if a.no_cuda_graphs else None,
     ))  # fmt: skip
 
 

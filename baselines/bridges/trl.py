@@ -11,6 +11,12 @@ sequence: its first prompt, then its answers (``env_mask`` 1) and the chat-templ
 the task told it in between (``env_mask`` 0). The team return and its reward components (summed
 over the turns) reach the reward functions as the keywords ``team_return`` and
 ``reward_components``; :func:`team_return_reward` and :func:`component_reward` read them.
+
+A seat the episode never asks to act (a worker the planner does not dispatch, a tree-search seat
+the selection never picks) still gets its row, so every prompt copy has one: its prompt and a
+single EOS token with ``env_mask`` 0, which carries no gradient (every token is masked out of the
+loss); its reward is still the team return, so it counts in its group's mean and spread. The
+keyword ``acted`` (one bool per row) tells the reward functions which rows are such idle rows.
 """
 
 from __future__ import annotations
@@ -86,6 +92,13 @@ class _Episode:
     rows: dict[str, _Row] = field(default_factory=dict)
 
 
+def _idle_row(tokenizer, ep: _Episode) -> _Row:
+    """The row of a seat that never acted: its prompt and one EOS token masked out (``env_mask`` 0), so
+    it carries no gradient; it keeps its place in the group (TRL needs one row per prompt copy)."""
+    prompt = _chat_ids(tokenizer, ep.env.observe_chat(ep.seat), add_generation_prompt=True)
+    return _Row(prompt, [tokenizer.eos_token_id], [0])
+
+
 def _chat_ids(tokenizer, messages: list[dict], **kwargs: Any) -> list[int]:
     text = tokenizer.apply_chat_template(messages, tokenize=False, **kwargs)
     return tokenizer.encode(text, add_special_tokens=False)
@@ -138,11 +151,12 @@ class EpisodeRollout:
         else:
             raise BridgeError(f"an episode did not end within {self.max_steps} steps of generation")
         out: dict[str, list] = {k: [] for k in ("prompt_ids", "completion_ids", "env_mask", "team_return",
-                                                "reward_components", "seat")}
+                                                "reward_components", "seat", "acted")}
         for ep in episodes:
             row = ep.rows.get(ep.seat)
-            if row is None:
-                raise BridgeError(f"seat {ep.seat!r} never acted in this episode of the task: it has no row")
+            out["acted"].append(row is not None)
+            if row is None:  # the seat was never asked to act (an undispatched worker): a row without gradient
+                row = _idle_row(tokenizer, ep)
             record = ep.env.unwrapped.record
             components = record.component_totals(ep.seat)
             out["prompt_ids"].append(row.prompt_ids)

@@ -58,6 +58,20 @@ def add_run_io_args(ap: Any) -> None:
                     help="report runs saved by --save (e.g. by one process per scheme) instead of training")
 
 
+def parse_experiment(ap: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Add ``--threads`` (torch threads per run, 1), ``--plot``, ``--save`` / ``--load`` and ``key=value``
+    overrides to an experiment's parser, parse ``argv`` and set the torch threads."""
+    import torch
+
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--plot", type=Path, default=None)
+    add_run_io_args(ap)
+    ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    return args
+
+
 def runs_to_report(args: Any) -> tuple[list[Run], list[str]]:
     """The runs ``--load`` names (and sets ``args.seeds`` / ``args.steps`` from them) with their labels
     in order; ``([], [])`` when nothing is loaded."""

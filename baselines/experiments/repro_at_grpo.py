@@ -21,12 +21,11 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from baselines.experiments.common import (
     Run,
-    add_run_io_args,
     markdown_table,
+    parse_experiment,
     plot_panels,
     quiet_config,
     runs_to_report,
@@ -45,12 +44,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--eval-episodes", type=int, default=256)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--plot", type=Path, default=None)
-    add_run_io_args(ap)
-    ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = parse_experiment(ap, argv)
     runs, labels = runs_to_report(args)
     args.schemes = labels or args.schemes
     with tempfile.TemporaryDirectory() as tmp:

@@ -39,8 +39,8 @@ import torch
 from baselines.evaluate_core import evaluate_team, held_out_kwargs
 from baselines.experiments.common import (
     Run,
-    add_run_io_args,
     markdown_table,
+    parse_experiment,
     quiet_config,
     runs_to_report,
     save_figure,
@@ -183,13 +183,8 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--eval-episodes", type=int, default=64, help="test puzzles per evaluation during training")
     ap.add_argument("--final-episodes", type=int, default=256, help="test puzzles of the final evaluation")
     ap.add_argument("--threshold", type=float, default=0.5)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--label-suffix", default="", help="appended to the scheme's label (a variant set by overrides)")
-    add_run_io_args(ap)
-    ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = parse_experiment(ap, argv)
     runs, labels = runs_to_report(args)
     args.schemes = labels or [s + args.label_suffix for s in args.schemes]
     with tempfile.TemporaryDirectory() as tmp:

@@ -53,13 +53,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from baselines.config import TrainConfig
 from baselines.experiments.common import (
     Run,
-    add_run_io_args,
     markdown_table,
+    parse_experiment,
     plot_panels,
     quiet_config,
     runs_to_report,
@@ -140,12 +139,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
     ap.add_argument("--phase", type=int, default=None,
                     help="steps counted as the learning phase (default: 15 for scaled, 25 for few_rows)")
     ap.add_argument("--eval-episodes", type=int, default=256)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--plot", type=Path, default=None)
-    add_run_io_args(ap)
-    ap.add_argument("overrides", nargs="*", help="extra key=value config overrides")
-    args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    args = parse_experiment(ap, argv)
     setting = SETTINGS[args.setting]
     args.phase = setting.phase if args.phase is None else args.phase
     scales = {a: args.scale if a == setting.scaled_agent else 1.0 for a in AGENTS}

@@ -1,31 +1,28 @@
 """A lean decode loop: sampling and the sampled token's log-prob in one place, no ``generate`` machinery.
 
-:func:`decode` continues a left-padded batch from the KV cache of its prompts but their last token
-(:func:`~baselines.generation.prefill.prefill_cache`, so prefix sharing still applies), one model
-forward of one token per row per step. Each step takes the last position's logits in float32 and
+:func:`decode` continues a left-padded batch of prompts for ``max_new_tokens`` tokens. Every step
+takes the last position's logits in float32, records ``log_softmax(logits / temperature)`` at the
+sampled token (the numbers :class:`~baselines.generation.transformers_backend.SampledLogprobs`
+records), and samples as ``generate`` does -- ``argmax`` when greedy, else ``logits / temperature``,
+transformers' own top-k / top-p warpers, ``softmax`` -- drawing with the exponential race
+(:mod:`baselines.generation.sampling`: the same distribution as ``torch.multinomial``, no host sync).
+Rows that stopped (EOS) get padding; completions are cut after their first EOS.
 
-* records ``log_softmax(logits / temperature)`` gathered at the sampled token (the numbers
-  :class:`~baselines.generation.transformers_backend.SampledLogprobs` records: those of the sampling
-  policy before top-k / top-p renormalization);
-* samples exactly as ``generate`` does: ``argmax`` when greedy, else ``logits / temperature``, then
-  transformers' own top-k and top-p warpers when set, ``softmax`` and ``torch.multinomial`` -- so
-  with the same seed and the same batch it draws the same tokens as ``generate``;
-* replaces the tokens of rows that already stopped (EOS) by padding, and stops when all rows did.
+Two engines:
 
-Two KV caches:
+* **team** (Llama / Mistral / Qwen2 layouts; :mod:`baselines.generation.team_decoder`): every row of
+  every agent in ONE forward per token -- the base weights shared, each row's own LoRA delta -- on a
+  pre-allocated KV cache with grouped-query attention over it as it is. The whole step, sampling and
+  bookkeeping included, lives on the device (:mod:`baselines.generation.decode_state`); on CUDA it
+  is captured as a CUDA graph and replayed (:mod:`baselines.generation.cuda_graphs`), and the "all
+  rows stopped?" check reads a flag copied asynchronously, so the host never waits inside the loop.
+  On a CPU it runs eagerly, attends only to the columns written so far and drops stopped rows every
+  ``segment`` steps.
+* **dynamic** (any other model): the model's own forward with transformers' dynamic KV cache, the
+  rows' adapters applied by peft (``adapter_names``), stopped rows dropped every ``segment`` steps.
 
-* **dynamic** (CPU default): the model's own growing cache; finished rows are dropped from the
-  batch every ``segment`` steps (``Cache.batch_select_indices``) so they stop costing compute.
-* **static** (CUDA default): transformers' ``StaticCache`` pre-allocated for the call's prompt width
-  + ``max_new_tokens`` (rounded up to a multiple of 128), the prompt cache copied in, the batch
-  padded to a multiple of 8 rows, and a 4-D attention mask built here each step (the pad columns
-  masked, causality by column). Every step then has the same shapes and addresses, so with
-  CUDA graphs the step's forward is captured once per (rows, length) as a CUDA graph and
-  replayed: one launch per step instead of hundreds (see :mod:`baselines.generation.cuda_graphs`).
-  Only for models whose layers are all full attention (no sliding window) and whose attention
-  takes a 4-D mask (``sdpa``, ``eager``); others use the dynamic cache.
-
-Host syncs are batched: the "all rows stopped?" check runs every ``check_every`` steps.
+Prompts are prefilled once per distinct prompt and adapter (a GRPO group's copies share it) and in
+length buckets (``prefill_padding``) by both engines.
 """
 
 from __future__ import annotations
@@ -34,22 +31,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-from transformers import StaticCache, TopKLogitsWarper, TopPLogitsWarper
 
+from baselines.generation.cuda_graphs import DecodeGraphs, length_bucket, row_bucket
+from baselines.generation.decode_state import DecodeState, prefill_prompts, team_step
 from baselines.generation.prefill import CACHE_KW, _forward, prefill_cache
+from baselines.generation.sampling import pick
+from baselines.generation.team_decoder import TeamDecoder
 from baselines.generation.types import GenerationConfig
-
-#: the 4-D mask layouts the static path can build (boolean for sdpa, additive for eager attention)
-MASK_KINDS = ("sdpa", "eager")
 
 
 @dataclass
 class DecodeOptions:
     """How :func:`decode` runs (see the module docstring)."""
 
-    static_cache: bool = False
     share_prompts: bool = True
     prefill_padding: float | None = 1.25
     segment: int = 32
@@ -65,32 +60,124 @@ class Decoded:
     stopped: list[bool]
 
 
-def pick(logits: torch.Tensor, config: GenerationConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    """(tokens, their log-probs) for one step's float32 ``logits`` (rows x vocabulary)."""
-    scaled = logits / config.scoring_temperature
-    if config.greedy:
-        tokens = logits.argmax(-1)
+def decode(
+    engine: nn.Module | TeamDecoder,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    config: GenerationConfig,
+    eos_ids: list[int],
+    pad_id: int,
+    device: Any,
+    opts: DecodeOptions,
+    graphs: DecodeGraphs | None = None,
+    adapters: list | None = None,
+    forced: torch.Tensor | None = None,
+) -> Decoded:
+    """Decode ``config.max_new_tokens`` tokens for the left-padded prompts ``ids`` (``mask``: 1 = real).
+
+    ``engine``: a :class:`TeamDecoder` (the team engine; ``graphs`` to capture its step on CUDA) or a
+    model (the dynamic engine). ``adapters``: each row's LoRA adapter name (None: the model as it is).
+    ``forced`` (rows x max_new_tokens, padded after a row's EOS): feed these tokens instead of drawing --
+    the sampler's own log-probs of given completions (eagerly, never through a graph)."""
+    adapters = list(adapters) if adapters is not None else [None] * ids.shape[0]
+    if forced is not None:
+        forced = forced.to(device)
+        graphs = None
+    if isinstance(engine, TeamDecoder):
+        return _decode_team(engine, ids, mask, config, eos_ids, pad_id, opts, graphs, adapters, forced)
+    if len(set(adapters)) == 1:
+        adapters = [None] * ids.shape[0]  # one adapter: the model's active one
+    return _decode_dynamic(engine, ids, mask, config, eos_ids, pad_id, device, opts, adapters, forced)
+
+
+def _decode_team(decoder: TeamDecoder, ids, mask, config, eos_ids, pad_id, opts, graphs, adapters, forced) -> Decoded:
+    n_rows, width = ids.shape
+    out = Decoded([[] for _ in range(n_rows)], [[] for _ in range(n_rows)], [False] * n_rows)
+    length = width + config.max_new_tokens
+    captured = graphs is not None
+    rows = row_bucket(n_rows) if captured else n_rows
+    if rows > n_rows:  # padding rows repeat row 0; their tokens are dropped
+        extra = rows - n_rows
+        ids, mask = torch.cat([ids, ids[:1].expand(extra, -1)]), torch.cat([mask, mask[:1].expand(extra, -1)])
+        adapters = adapters + adapters[:1] * extra
+    ids, mask = ids.to(decoder.device), mask.to(decoder.device)
+    decoder.refresh()
+    if captured:
+        slot = graphs.slot(decoder, rows, length_bucket(length))
+        graph = graphs.graph(slot, config)
+        cache, state = slot.cache, slot.state
     else:
-        scores = scaled if config.temperature != 1.0 else logits
-        if config.top_k:
-            scores = TopKLogitsWarper(config.top_k)(None, scores)
-        if config.top_p < 1.0:
-            scores = TopPLogitsWarper(config.top_p)(None, scores)
-        tokens = torch.multinomial(F.softmax(scores, dim=-1), num_samples=1).squeeze(1)
-    logp = torch.log_softmax(scaled, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    return tokens, logp
+        cache, state = decoder.new_cache(rows, length), DecodeState.allocate(decoder, rows, length)
+    prefill_prompts(decoder, cache, ids, mask, adapters, opts.share_prompts, opts.prefill_padding)
+    state.start(ids, mask, eos_ids, pad_id, decoder.route(adapters))
+    alive = list(range(n_rows))  # the eager loop's batch row -> original row
+    alive_index = torch.arange(n_rows, device=decoder.device)
+    flag = _AllStopped(state.done, n_rows) if captured else None
+    steps = 0
+    for step in range(config.max_new_tokens):
+        if captured:
+            graphs.run(slot, graph, config)
+        else:
+            team_step(decoder, cache, state, config, upto=width + step,
+                      forced=None if forced is None else forced[alive_index, step])
+        steps += 1
+        if (step + 1) % opts.check_every and step + 1 < config.max_new_tokens:
+            continue
+        if flag is not None:
+            if flag.poll():
+                break
+        elif (step + 1) % opts.segment == 0 or bool(state.done.all()):
+            finished = state.done.tolist()
+            if not any(finished):
+                continue
+            keep = [k for k, f in enumerate(finished) if not f]
+            _record(state, [(k, alive[k]) for k, f in enumerate(finished) if f], steps, eos_ids, out)
+            if not keep:
+                return out
+            index = torch.tensor(keep, device=decoder.device)
+            cache.select(index)
+            state = state.select(index)
+            alive = [alive[k] for k in keep]
+            alive_index = alive_index[index]
+    _record(state, [(k, r) for k, r in enumerate(alive) if r < n_rows], steps, eos_ids, out)
+    return out
 
 
-def static_supported(model: nn.Module) -> bool:
-    """Whether the static-cache path applies: full attention in every layer and a 4-D mask it can take."""
-    cfg = model.config.get_text_config(decoder=True)
-    types = getattr(cfg, "layer_types", None) or ["full_attention"]
-    sliding = getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True)
-    return (
-        all(t == "full_attention" for t in types)
-        and not sliding
-        and getattr(model.config, "_attn_implementation", "eager") in MASK_KINDS
-    )
+class _AllStopped:
+    """Whether every real row stopped, read without waiting on CUDA: each poll copies the flag to pinned host
+    memory asynchronously and answers with the copy of the poll before (a few steps late, never a sync).
+    Elsewhere (the slots run eagerly on a CPU) it reads the flag directly."""
+
+    def __init__(self, done: torch.Tensor, n_rows: int):
+        self.done, self.n_rows = done, n_rows
+        self.cuda = done.device.type == "cuda"
+        self.host = torch.zeros((), dtype=torch.bool, pin_memory=self.cuda)
+        self.event = torch.cuda.Event() if self.cuda else None
+        self.pending = False
+
+    def poll(self) -> bool:
+        if not self.cuda:
+            return bool(self.done[: self.n_rows].all())
+        if self.pending and self.event.query() and bool(self.host):
+            return True
+        self.host.copy_(self.done[: self.n_rows].all(), non_blocking=True)
+        self.event.record()
+        self.pending = True
+        return False
+
+
+def _record(state: DecodeState, rows: list[tuple[int, int]], steps: int, eos_ids: list[int], out: Decoded) -> None:
+    """Copy the outputs of batch rows ``rows`` ((batch row, original row) pairs) to ``out``, cut after EOS."""
+    if not rows:
+        return
+    index = torch.tensor([k for k, _ in rows], device=state.tokens.device)
+    tokens = state.tokens.index_select(0, index)[:, :steps].tolist()
+    logps = state.logps.index_select(0, index)[:, :steps].tolist()
+    eos = set(eos_ids)
+    for (_, r), row, lps in zip(rows, tokens, logps):
+        stop = next((j for j, t in enumerate(row) if t in eos), None)
+        cut = len(row) if stop is None else stop + 1
+        out.completions[r], out.logprobs[r], out.stopped[r] = row[:cut], lps[:cut], stop is not None
 
 
 def _first_cache(
@@ -101,28 +188,6 @@ def _first_cache(
         return None
     cache = prefill_cache(model, ids, mask, adapters, device, share=opts.share_prompts, max_padding=opts.prefill_padding)
     return cache if cache is not None else _forward(model, ids[:, :-1], mask[:, :-1], adapters, device)
-
-
-def decode(
-    model: nn.Module,
-    ids: torch.Tensor,
-    mask: torch.Tensor,
-    config: GenerationConfig,
-    eos_ids: list[int],
-    pad_id: int,
-    device: Any,
-    opts: DecodeOptions,
-    graphs: Any = None,
-    adapters: list | None = None,
-) -> Decoded:
-    """Decode ``config.max_new_tokens`` tokens for the left-padded prompts ``ids`` (``mask``: 1 = real).
-
-    ``adapters``: each row's peft adapter name when ``model`` is a peft model serving several in one
-    batch (``adapter_names``; the dynamic cache then); None or all equal: ``model`` as it is."""
-    adapters = list(adapters) if adapters is not None and len(set(adapters)) > 1 else [None] * ids.shape[0]
-    if opts.static_cache and static_supported(model) and adapters[0] is None:
-        return _decode_static(model, ids, mask, config, eos_ids, pad_id, device, opts, graphs)
-    return _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, adapters)
 
 
 def _collect(rows: list[int], new: torch.Tensor, lp: torch.Tensor, eos: set[int], out: Decoded) -> list[int]:
@@ -141,7 +206,7 @@ def _collect(rows: list[int], new: torch.Tensor, lp: torch.Tensor, eos: set[int]
     return keep
 
 
-def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, adapters) -> Decoded:
+def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, adapters, forced) -> Decoded:
     n_rows = ids.shape[0]
     out = Decoded([[] for _ in range(n_rows)], [[] for _ in range(n_rows)], [False] * n_rows)
     eos = set(eos_ids)
@@ -164,7 +229,8 @@ def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, ada
         res = model(input_ids=step_ids, attention_mask=step_mask, position_ids=positions, use_cache=True,
                     logits_to_keep=1, **names, **({CACHE_KW: cache} if cache is not None else {}))  # fmt: skip
         cache = res[CACHE_KW]
-        tokens, logp = pick(res.logits[:, -1, :].float(), config)
+        given = None if forced is None else forced[torch.tensor(rows, device=device), step]
+        tokens, logp = pick(res.logits[:, -1, :].float(), config, given)
         tokens = torch.where(done, torch.full_like(tokens, pad_id), tokens)
         done = done | torch.isin(tokens, eos_t)
         toks.append(tokens)
@@ -184,104 +250,3 @@ def _decode_dynamic(model, ids, mask, config, eos_ids, pad_id, device, opts, ada
         step_mask = torch.cat([step_mask, torch.ones_like(step_ids)], dim=1)
         positions = (lens + step).unsqueeze(-1)
     return out
-
-
-def mask_dtype(model: nn.Module) -> torch.dtype:
-    """The 4-D attention mask's dtype for ``model``: boolean for sdpa, additive (the model's dtype) for eager."""
-    return torch.bool if model.config._attn_implementation == "sdpa" else model.dtype
-
-
-def allocated_static_cache(model: nn.Module, rows: int, length: int, device: Any) -> StaticCache:
-    """A ``StaticCache`` of ``rows`` x ``length`` columns with every layer allocated now (fixed addresses)."""
-    cache = StaticCache(config=model.config, max_cache_len=length)
-    cfg = model.config.get_text_config(decoder=True)
-    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    dummy = torch.zeros(rows, heads, 1, dim, dtype=model.dtype, device=device)
-    for layer in cache.layers:
-        layer.lazy_initialization(dummy, dummy)
-    return cache
-
-
-def _static_mask(model: nn.Module, mask: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(the rows' key mask over ``length`` columns, bool; the 4-D mask buffer in the model's layout)."""
-    keys = torch.ones(mask.shape[0], length, dtype=torch.bool, device=mask.device)
-    keys[:, : mask.shape[1]] = mask.bool()
-    return keys, torch.zeros(mask.shape[0], 1, 1, length, dtype=mask_dtype(model), device=mask.device)
-
-
-def _fill_mask(buffer: torch.Tensor, keys: torch.Tensor, column: int) -> None:
-    allowed = keys.clone()
-    allowed[:, column + 1 :] = False
-    if buffer.dtype == torch.bool:
-        buffer.copy_(allowed[:, None, None, :])
-    else:
-        zero = torch.zeros((), dtype=buffer.dtype, device=buffer.device)
-        low = torch.tensor(torch.finfo(buffer.dtype).min, dtype=buffer.dtype, device=buffer.device)
-        buffer.copy_(torch.where(allowed, zero, low)[:, None, None, :])
-
-
-def _decode_static(model, ids, mask, config, eos_ids, pad_id, device, opts, graphs) -> Decoded:
-    n_rows, width = ids.shape
-    rows = -(-n_rows // 8) * 8  # a few batch shapes only: CUDA graphs are captured per shape
-    if rows > n_rows:  # dummy rows repeat row 0; their tokens are dropped
-        extra = rows - n_rows
-        ids, mask = torch.cat([ids, ids[:1].expand(extra, -1)]), torch.cat([mask, mask[:1].expand(extra, -1)])
-    ids, mask = ids.to(device), mask.to(device)
-    length = -(-(width + config.max_new_tokens) // 128) * 128
-    runner = graphs.runner(model, rows, length) if graphs is not None else None
-    cache = runner.cache if runner is not None else allocated_static_cache(model, rows, length, device)
-    prefix = _first_cache(model, ids, mask, opts, device, [None] * rows)
-    start = width - 1 if prefix is not None else 0
-    _load_prefix(cache, prefix)
-    keys, mask4 = _static_mask(model, mask, length)
-    lens = mask.sum(-1)
-    done = torch.zeros(rows, dtype=torch.bool, device=device)
-    eos_t = torch.tensor(eos_ids, device=device)
-    out = Decoded([[] for _ in range(n_rows)], [[] for _ in range(n_rows)], [False] * n_rows)
-    toks: list[torch.Tensor] = []
-    lps: list[torch.Tensor] = []
-    if prefix is None:  # a row with a one-token prompt: prefill the whole prompt into the static cache
-        full = keys[:, None, :width].expand(-1, width, -1) & torch.ones(width, width, dtype=torch.bool, device=device).tril()
-        full = full | torch.eye(width, dtype=torch.bool, device=device)  # pad queries see themselves (no NaN)
-        full = F.pad(full, (0, length - width))[:, None]
-        if mask4.dtype != torch.bool:
-            full = torch.where(full, 0.0, torch.finfo(mask4.dtype).min).to(mask4.dtype)
-        res = model(input_ids=ids, attention_mask=full, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
-                    use_cache=True, logits_to_keep=1, **{CACHE_KW: cache})  # fmt: skip
-        logits = res.logits[:, -1, :].float()
-        column = width
-    else:
-        step_ids, positions, column = ids[:, -1:], (lens - 1).unsqueeze(-1), start
-        logits = None
-    for step in range(config.max_new_tokens):
-        if logits is None:
-            _fill_mask(mask4, keys, column)
-            if runner is not None:
-                logits = runner.step(step_ids, positions, mask4)
-            else:
-                res = model(input_ids=step_ids, attention_mask=mask4, position_ids=positions, use_cache=True,
-                            logits_to_keep=1, **{CACHE_KW: cache})  # fmt: skip
-                logits = res.logits[:, -1, :].float()
-            column += 1
-        tokens, logp = pick(logits, config)
-        logits = None
-        tokens = torch.where(done, torch.full_like(tokens, pad_id), tokens)
-        done = done | torch.isin(tokens, eos_t)
-        toks.append(tokens)
-        lps.append(logp)
-        if step + 1 == config.max_new_tokens or ((step + 1) % opts.check_every == 0 and bool(done[:n_rows].all())):
-            break
-        step_ids, positions = tokens.unsqueeze(-1), (lens + step).unsqueeze(-1)
-    _collect(list(range(n_rows)), torch.stack(toks, 1)[:n_rows], torch.stack(lps, 1)[:n_rows], set(eos_ids), out)
-    return out
-
-
-def _load_prefix(cache: StaticCache, prefix: Any) -> None:
-    """Copy the dynamic ``prefix`` cache (or nothing) into the allocated static ``cache``; its write position after it."""
-    n = 0 if prefix is None else prefix.layers[0].keys.shape[-2]
-    for k, layer in enumerate(cache.layers):
-        if prefix is not None:
-            layer.keys[:, :, :n].copy_(prefix.layers[k].keys)
-            layer.values[:, :, :n].copy_(prefix.layers[k].values)
-        layer.cumulative_length.fill_(n)

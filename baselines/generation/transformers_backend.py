@@ -23,16 +23,15 @@ Two things keep a call cheap when a trainer samples G completions of each prompt
   rows x steps x vocabulary floats, 1.6 GB for 32 rows x 256 tokens x 49k vocabulary).
 
 ``decode="fast"`` replaces ``generate`` by the lean loop of :mod:`baselines.generation.fast_decode`
-(same sampling, same recorded log-probs, prefix sharing kept). On CUDA a LoRA team samples one call
-per adapter from plain merged weights (:mod:`baselines.generation.merged`, refreshed after every
-weight change; no mixed-adapter batch) with a static KV cache and the decode step captured as a
-CUDA graph (:mod:`baselines.generation.cuda_graphs`). On a CPU the same for small models; a real
-model's step costs a read of its weights rather than operator dispatch, so its team stays one peft
-call with per-row adapters (merging would read every weight once per adapter).
+(same sampling distribution, same recorded log-probs, prefix sharing kept). For Llama-family models
+the whole team -- every agent's rows, each with its own LoRA adapter -- decodes in one forward per
+token (:mod:`baselines.generation.team_decoder`); on CUDA that step is a CUDA graph.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -40,16 +39,12 @@ import torch
 from transformers import GenerationConfig as HFGenerationConfig
 from transformers import LogitsProcessor, LogitsProcessorList
 
+from baselines.generation.cuda_graphs import DecodeGraphs
 from baselines.generation.fast_decode import DecodeOptions, decode
-from baselines.generation.merged import MergedAdapters, mergeable
 from baselines.generation.prefill import CACHE_KW, length_buckets, prefill_cache
+from baselines.generation.team_decoder import TeamDecoder, unsupported
 from baselines.generation.types import GenerationConfig, GenOutput, GenRequest
 from baselines.policies.team import PolicyKey, Team
-
-#: on a CPU, fast decoding merges LoRA adapters (one call per adapter) only for models with fewer
-#: parameters: a 0.1M-parameter tiny team decodes 1.3-1.4x faster merged, SmolLM2-135M 0.85x (every
-#: adapter's call reads all weights); see docs/benchmarks.md, GPU generation
-MERGE_ON_CPU_BELOW = 20_000_000
 
 
 class SampledLogprobs(LogitsProcessor):
@@ -109,13 +104,9 @@ class TransformersBackend:
             the dynamic cache's row-dropping period.
         decode: ``"generate"`` (``model.generate``) or ``"fast"`` (the lean loop; see the module
             docstring).
-        merge_adapters: fast decoding of a LoRA team samples from per-adapter merged weights, one
-            call per adapter (False: through peft, one call with per-row adapters when
-            ``mixed_adapters``; None: merged on CUDA and for CPU models under
-            ``MERGE_ON_CPU_BELOW`` parameters, peft otherwise).
-        static_cache: fast decoding with a pre-allocated static KV cache (None: on CUDA only).
-        cuda_graphs: capture the static-cache decode step as a CUDA graph (None: on CUDA only;
-            never on a CPU).
+        team_decoder: fast decoding through :class:`~baselines.generation.team_decoder.TeamDecoder`
+            (None: wherever the model's architecture allows it; False: the model's own forward).
+        cuda_graphs: capture the team decoder's step as a CUDA graph (None: on CUDA; never on a CPU).
     """
 
     def __init__(
@@ -130,8 +121,7 @@ class TransformersBackend:
         prefill_padding: float | None = 1.25,
         decode_segment: int | None = 32,
         decode: str = "generate",
-        merge_adapters: bool | None = None,
-        static_cache: bool | None = None,
+        team_decoder: bool | None = None,
         cuda_graphs: bool | None = None,
     ):
         if decode not in ("generate", "fast"):
@@ -150,19 +140,16 @@ class TransformersBackend:
             raise ValueError(f"decode_segment must be >= 1, got {decode_segment}")
         self.decode_segment = decode_segment
         self.decode = decode
-        self.merge_adapters = merge_adapters
-        self.static_cache = static_cache
+        self.team_decoder = team_decoder
         self.cuda_graphs = cuda_graphs
-        self._merged: dict[str, MergedAdapters] = {}
-        self._merge_default: dict[str, bool] = {}  # model slot -> merge by default (device, size)
-        self._graphs = None
+        self._decoders: dict[str, TeamDecoder | None] = {}  # model slot -> its team decoder (None: unsupported)
+        #: the CUDA graphs of the team decoders' steps (their captures, replays and any failure: ``summary()``)
+        self.graphs: DecodeGraphs | None = None
         self._calls = 0
 
     def sync_weights(self) -> None:
-        """Generation reads the training weights themselves; merged sampling weights are marked for a
-        re-merge (they also refresh on their own when a weight's version counter moved)."""
-        for merged in self._merged.values():
-            merged.invalidate()
+        """Nothing to do: generation reads the training weights themselves (the team decoder copies the
+        adapters' current weights at the start of every call)."""
 
     def prompt_ids(self, request: GenRequest) -> list[int]:
         if request.prompt_ids is not None:
@@ -187,8 +174,7 @@ class TransformersBackend:
         groups: dict[PolicyKey, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
             key = self.team.policy_key(r.agent)
-            one_call = self.mixed_adapters and (self.decode == "generate" or not self._merging(key))
-            groups[PolicyKey(key.model) if one_call else key].append(i)
+            groups[PolicyKey(key.model) if self.mixed_adapters else key].append(i)
         outputs: list[GenOutput | None] = [None] * len(requests)
         with torch.no_grad(), torch.random.fork_rng(devices=self._cuda_devices()):
             if config.seed is not None:
@@ -200,6 +186,32 @@ class TransformersBackend:
                     for i, out in zip(chunk, results):
                         outputs[i] = out
         return outputs  # type: ignore[return-value]
+
+    def sampler_logprobs(self, outputs: Sequence[GenOutput], config: GenerationConfig | None = None) -> list[list[float]]:
+        """The fast path's own log-probs of given completions: their tokens fed through the same decode step in
+        place of drawn ones (eagerly; one call per model). What the sampler would record for these tokens --
+        for checking it against the trainer on identical tokens (:mod:`baselines.bench.fidelity`)."""
+        if self.decode != "fast":
+            raise ValueError("sampler_logprobs needs decode='fast'")
+        config = config or self.config
+        width = max((len(o.completion_ids) for o in outputs), default=0)
+        if width == 0:
+            return [[] for _ in outputs]
+        config = dataclasses.replace(config, max_new_tokens=width, seed=None)
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, o in enumerate(outputs):
+            groups[self.team.policy_key(o.agent).model].append(i)
+        result: list[list[float]] = [[] for _ in outputs]
+        with torch.no_grad():
+            for idx in groups.values():
+                pad = self.team.tokenizer(outputs[idx[0]].agent).pad_token_id
+                forced = torch.tensor([outputs[i].completion_ids + [pad] * (width - len(outputs[i].completion_ids))
+                                       for i in idx])  # fmt: skip
+                scored = self._generate_group([outputs[i].agent for i in idx], [outputs[i].prompt_ids for i in idx],
+                                              config, forced)  # fmt: skip
+                for i, out in zip(idx, scored):
+                    result[i] = out.logprobs[: len(outputs[i].completion_ids)]
+        return result
 
     def _chunks(self, idx: list[int], prompts: list[list[int]], new_tokens: int) -> list[list[int]]:
         """Split one group into generate calls (max_batch_size; length buckets when max_padding is set).
@@ -225,7 +237,7 @@ class TransformersBackend:
         return sorted({d.index or 0 for d in devs if d.type == "cuda"})
 
     def _generate_group(
-        self, agents: list[str], prompts: list[list[int]], config: GenerationConfig
+        self, agents: list[str], prompts: list[list[int]], config: GenerationConfig, forced: torch.Tensor | None = None
     ) -> list[GenOutput]:
         agent = agents[0]  # every agent of the group shares the model and tokenizer
         keys = [self.team.policy_key(a) for a in agents]
@@ -255,7 +267,8 @@ class TransformersBackend:
         )
         with self.team.generating(agent) as model:
             if self.decode == "fast":
-                completions, logps, stopped = self._fast(model, keys, ids, mask, config, eos_ids, pad_id, device)
+                completions, logps, stopped = self._fast(model, keys, ids, mask, config, eos_ids, pad_id, device,
+                                                         forced)  # fmt: skip
             else:
                 cache = prefill_cache(
                     model, ids, mask, adapters, device, share=self.share_prompts, max_padding=self.prefill_padding
@@ -278,45 +291,40 @@ class TransformersBackend:
             )
         return results
 
-    def _merging(self, key: PolicyKey) -> bool:
-        """Whether fast decoding samples ``key``'s LoRA adapters from merged weights: by default on CUDA,
-        and on a CPU for small models (where a step's cost is operator dispatch, not reading weights)."""
-        if self.merge_adapters is not None:
-            return self.merge_adapters
-        if key.model not in self._merge_default:
-            model = self.team.base_model(key)
-            cuda = model.get_output_embeddings().weight.device.type == "cuda"
-            self._merge_default[key.model] = cuda or sum(p.numel() for p in model.parameters()) < MERGE_ON_CPU_BELOW
-        return self._merge_default[key.model]
-
-    def _sampling_model(self, model: torch.nn.Module, key: PolicyKey) -> torch.nn.Module:
-        """``key``'s merged sampling model when it has a mergeable adapter (and merging is on), else ``model``."""
-        if key.adapter is None or not self._merging(key) or not mergeable(model):
-            return model
-        merged = self._merged.get(key.model)
-        if merged is None or merged.peft_model is not model:
-            merged = self._merged[key.model] = MergedAdapters(model)
-        return merged.model(key.adapter)
+    def decoder(self, model: torch.nn.Module, key: PolicyKey) -> TeamDecoder | None:
+        """The team decoder of ``key``'s model (built on first use), or None where it does not apply: switched
+        off, or the architecture is outside its family (the reason is warned once)."""
+        known = self._decoders.get(key.model, False)
+        if known is not False and (known is None or known.model is model):
+            return known
+        decoder = None
+        if self.team_decoder is not False:
+            reason = unsupported(model)
+            if reason is None:
+                decoder = TeamDecoder(model)
+            elif self.team_decoder:
+                raise ValueError(f"team_decoder=True but this model cannot use it: {reason}")
+            else:
+                warnings.warn(f"fast decoding through the model's own forward for {key.model!r}: {reason}", stacklevel=3)
+        self._decoders[key.model] = decoder
+        return decoder
 
     def _fast(
         self, model: torch.nn.Module, keys: list[PolicyKey], ids: torch.Tensor, mask: torch.Tensor,
         config: GenerationConfig, eos_ids: list[int], pad_id: int, device: torch.device,
+        forced: torch.Tensor | None = None,
     ) -> tuple[list[list[int]], list[list[float]], list[bool]]:
-        """The lean decode loop: one adapter's merged sampling model, or the (peft) model with per-row adapters."""
+        """The lean decode loop: the team decoder (all adapters in one forward), else the model's own forward."""
         adapters = [k.adapter for k in keys]
-        if len(set(adapters)) == 1:
-            model = self._sampling_model(model, keys[0])
-        cuda = device.type == "cuda"
-        static = cuda if self.static_cache is None else self.static_cache
-        graphs = cuda if self.cuda_graphs is None else (self.cuda_graphs and cuda)
-        if graphs and static and self._graphs is None:
-            from baselines.generation.cuda_graphs import DecodeGraphs
-
-            self._graphs = DecodeGraphs()
-        opts = DecodeOptions(static_cache=static, share_prompts=self.share_prompts,
-                             prefill_padding=self.prefill_padding, segment=self.decode_segment or 32)  # fmt: skip
-        out = decode(model, ids, mask, config, eos_ids, pad_id, device, opts,
-                     self._graphs if graphs and static else None, adapters=adapters)  # fmt: skip
+        engine: torch.nn.Module | TeamDecoder = self.decoder(model, keys[0]) or model
+        graphs = None
+        if isinstance(engine, TeamDecoder) and device.type == "cuda" and self.cuda_graphs is not False:
+            if self.graphs is None:
+                self.graphs = DecodeGraphs()
+            graphs = self.graphs
+        opts = DecodeOptions(share_prompts=self.share_prompts, prefill_padding=self.prefill_padding,
+                             segment=self.decode_segment or 32)  # fmt: skip
+        out = decode(engine, ids, mask, config, eos_ids, pad_id, device, opts, graphs, adapters=adapters, forced=forced)
         return out.completions, out.logprobs, out.stopped
 
     def _decode(

@@ -7,10 +7,12 @@ Three modes (:class:`TeamConfig.mode`):
 ``"lora"``
     One frozen base model with one LoRA adapter per agent (peft: ``get_peft_model`` for the
     first agent, ``add_adapter`` for the others, ``set_adapter`` to switch). Only adapter
-    weights are trained.
+    weights are trained. With ``TeamConfig.shared_adapter``: ONE adapter plays every agent
+    (the single-model baseline every multi-agent result must beat; ``model.sharing: single_model``).
 ``"separate"``
     One full model per agent, possibly of different architectures with different tokenizers
-    (a heterogeneous team): ``TeamConfig.models`` maps agents to checkpoints.
+    (a heterogeneous team): ``TeamConfig.models`` maps agents to checkpoints, ``TeamConfig.devices``
+    agents to devices.
 
 Every agent is served by a :class:`PolicyKey` (model, adapter). The trainer scores tokens
 with :meth:`Team.sequence_logprobs` (gradients on), the KL reference with
@@ -26,6 +28,7 @@ files on disk in :mod:`baselines.policies.team_files`; the names are re-exported
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,11 +39,12 @@ from torch import Tensor, nn
 from transformers import PreTrainedTokenizerBase
 
 from baselines.models.presets import resolve_model
+from baselines.policies.features import last_hidden_states
 from baselines.policies.loading import checkpointed_layers
 from baselines.policies.logprobs import completion_logprobs
 from baselines.policies.team_build import build_team_parts
 from baselines.policies.team_config import DEFAULT_LORA_TARGETS, Mode, PolicyKey, TeamConfig
-from baselines.policies.team_files import TEAM_FILE, export_pretrained, read_team, write_team
+from baselines.policies.team_files import TEAM_FILE, read_team, write_team
 from baselines.policies.vocab_mask import restrict_vocabulary, restrict_vocabulary_by_adapter
 
 __all__ = ["DEFAULT_LORA_TARGETS", "TEAM_FILE", "Mode", "PolicyKey", "Team", "TeamConfig"]
@@ -230,6 +234,14 @@ class Team:
             share=share,
         )
 
+    def prompt_features(self, agent: str, prompt_ids: Sequence[Sequence[int]], *,
+                        batch_size: int | None = None) -> Tensor:
+        """``agent``'s policy model's last hidden state at each prompt's last token (no gradients; the
+        features of the actor-critic schemes' value heads)."""
+        with self.generating(agent) as model:
+            return last_hidden_states(model, prompt_ids, pad_id=self.tokenizer(agent).pad_token_id,
+                                      batch_size=batch_size)
+
     def reference_logprobs(
         self,
         agent: str,
@@ -320,4 +332,15 @@ class Team:
         """Save each policy in Hugging Face format (full model + tokenizer, or peft adapters) for serving.
 
         Returns policy key string -> directory."""
-        return export_pretrained(self, directory)
+        directory = Path(directory)
+        out: dict[str, Path] = {}
+        for key in self.policy_keys():
+            target = directory / re.sub(r"\W", "_", str(key))
+            model = self.base_model(key)
+            if key.adapter is None:
+                model.save_pretrained(target)
+            else:
+                model.save_pretrained(target, selected_adapters=[key.adapter])
+            self.tokenizer(self.agents_of(key)[0]).save_pretrained(target)
+            out[str(key)] = target
+        return out

@@ -17,6 +17,9 @@ from baselines.policies.loading import frozen_copy, load_model, load_tokenizer
 from baselines.policies.lora import adapter_name, add_lora_adapters
 from baselines.policies.team_config import PolicyKey, TeamConfig
 
+#: the adapter of a single-model team (``TeamConfig.shared_adapter``): every agent's policy
+SHARED_ADAPTER = "team"
+
 
 @dataclass
 class TeamParts:
@@ -33,6 +36,14 @@ def build_team_parts(config: TeamConfig, agents: Sequence[str]) -> TeamParts:
     agents = list(agents)
     if not agents or len(set(agents)) != len(agents):
         raise ValueError(f"agents must be a non-empty list of distinct names, got {agents}")
+    unknown = sorted(set(config.devices) - set(agents))
+    if unknown:
+        raise ValueError(f"TeamConfig.devices names unknown agents {unknown}; agents: {agents}")
+    if config.devices and config.mode != "separate":
+        raise ValueError(f"per-agent devices need one model per agent (mode 'separate'), not {config.mode!r}: "
+                         "one shared model lives on one device")
+    if config.shared_adapter and config.mode != "lora":
+        raise ValueError(f"shared_adapter (one adapter for every agent) is a LoRA option, mode is {config.mode!r}")
     if config.mode in ("shared", "lora"):
         return _one_base(config, agents)
     if config.mode == "separate":
@@ -40,16 +51,16 @@ def build_team_parts(config: TeamConfig, agents: Sequence[str]) -> TeamParts:
     raise ValueError(f"unknown team mode {config.mode!r}; expected 'shared', 'lora' or 'separate'")
 
 
-def _load(config: TeamConfig, checkpoint: str) -> tuple[nn.Module, PreTrainedTokenizerBase]:
+def _load(config: TeamConfig, checkpoint: str, device: str | None = None) -> tuple[nn.Module, PreTrainedTokenizerBase]:
     path = resolve_model(checkpoint)
-    model = load_model(
-        path, dtype=config.dtype, device=config.device, gradient_checkpointing=config.gradient_checkpointing
-    )
+    model = load_model(path, dtype=config.dtype, device=device or config.device,
+                       gradient_checkpointing=config.gradient_checkpointing)
     return model, load_tokenizer(path)
 
 
 def _one_base(config: TeamConfig, agents: list[str]) -> TeamParts:
-    """"shared": one model for every agent; "lora": one frozen base with one adapter per agent."""
+    """"shared": one model for every agent; "lora": one frozen base with one adapter per agent (one
+    adapter for every agent with ``shared_adapter``: the single-model baseline)."""
     if not config.model:
         raise ValueError(f"mode {config.mode!r} needs TeamConfig.model")
     parts = TeamParts()
@@ -59,6 +70,10 @@ def _one_base(config: TeamConfig, agents: list[str]) -> TeamParts:
         parts.keys = {a: PolicyKey("shared") for a in agents}
         if config.reference:
             parts.references["shared"] = frozen_copy(base)
+        return parts
+    if config.shared_adapter:
+        parts.models["shared"] = add_lora_adapters(base, config, [SHARED_ADAPTER])
+        parts.keys = {a: PolicyKey("shared", SHARED_ADAPTER) for a in agents}
         return parts
     names = [adapter_name(a) for a in agents]
     if len(set(names)) != len(names):
@@ -75,7 +90,7 @@ def _one_model_per_agent(config: TeamConfig, agents: list[str]) -> TeamParts:
         path = config.models.get(a, config.model)
         if not path:
             raise ValueError(f"separate mode: no checkpoint for agent {a!r} (TeamConfig.models or .model)")
-        parts.models[a], parts.tokenizers[a] = _load(config, path)
+        parts.models[a], parts.tokenizers[a] = _load(config, path, config.device_of(a))
         parts.keys[a] = PolicyKey(a)
         if config.reference:
             parts.references[a] = frozen_copy(parts.models[a])

@@ -20,9 +20,13 @@ class TeamConfig:
             ``"smollm2-135m-instruct"``) of the shared model / LoRA base; in "separate"
             mode the fallback for agents missing from ``models``.
         models: agent -> checkpoint, for "separate" mode.
+        shared_adapter: "lora" mode with ONE adapter that plays every agent (the single-model
+            baseline, ``model.sharing: single_model``): one set of trained weights for the team.
         lora_r, lora_alpha, lora_dropout, lora_target_modules: LoRA settings ("lora" mode).
         dtype: "float32", "bfloat16" or "float16".
         device: torch device string.
+        devices: agent -> torch device, for "separate" mode (each agent's model on its own device;
+            agents not named use ``device``).
         reference: keep a frozen reference policy for KL (a frozen copy of each model; in LoRA
             mode the base model with the adapter disabled, which costs nothing).
         gradient_checkpointing: recompute decoder-layer activations in the backward pass of
@@ -33,14 +37,20 @@ class TeamConfig:
     mode: Mode = "shared"
     model: str | None = None
     models: dict[str, str] = field(default_factory=dict)
+    shared_adapter: bool = False
     lora_r: int = 8
     lora_alpha: int = 16
     lora_dropout: float = 0.0
     lora_target_modules: tuple[str, ...] = DEFAULT_LORA_TARGETS
     dtype: str = "float32"
     device: str = "cpu"
+    devices: dict[str, str] = field(default_factory=dict)
     reference: bool = False
     gradient_checkpointing: bool = False
+
+    def device_of(self, agent: str) -> str:
+        """The device ``agent``'s model lives on."""
+        return self.devices.get(agent, self.device)
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,21 @@
 """A team on disk: ``team.json`` (config + agents) with one safetensors file of trained weights per
-policy, read back by :meth:`baselines.policies.team.Team.load`, and the Hugging Face export for serving.
+policy, read back by :meth:`baselines.policies.team.Team.load`.
 
-The :class:`~baselines.policies.team.Team` methods ``save``, ``load`` and ``export_pretrained``
-call these functions."""
+The :class:`~baselines.policies.team.Team` methods ``save`` and ``load`` call these functions; this
+module knows only the config and plain tensors, never the team object (no import cycle)."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from baselines.policies.team_config import TeamConfig
-
-if TYPE_CHECKING:
-    from baselines.policies.team import Team
 
 TEAM_FILE = "team.json"
 
@@ -50,22 +46,3 @@ def read_team(
     cfg.update(overrides)
     state = {name: load_file(str(directory / f)) for name, f in meta["files"].items()}
     return TeamConfig(**cfg), meta["agents"], state
-
-
-def export_pretrained(team: Team, directory: str | Path) -> dict[str, Path]:
-    """Save each policy of ``team`` in Hugging Face format (full model + tokenizer, or peft adapters).
-
-    Returns policy key string -> directory."""
-    directory = Path(directory)
-    out: dict[str, Path] = {}
-    for key in team.policy_keys():
-        target = directory / re.sub(r"\W", "_", str(key))
-        agent = team.agents_of(key)[0]
-        model = team.base_model(key)
-        if key.adapter is None:
-            model.save_pretrained(target)
-        else:
-            model.save_pretrained(target, selected_adapters=[key.adapter])
-        team.tokenizer(agent).save_pretrained(target)
-        out[str(key)] = target
-    return out

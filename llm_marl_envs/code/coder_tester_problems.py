@@ -47,7 +47,7 @@ def from_code_problem(p: CodeProblem) -> CoderTesterProblem:
     """A function-writing problem; golden tests split from its ``check`` code."""
     from llm_marl_envs.sandbox import tests_from_check
 
-    setup, tests = tests_from_check(p.test, p.entry_point)
+    setup, tests = tests_from_check(p.test, p.entry_point, prompt=p.prompt)
     if not tests:
         raise ValueError(f"{p.task_id}: the check code has no assert")
     statement = (f"Write the Python function `{p.entry_point}`:\n```python\n{p.prompt.rstrip()}\n```")

@@ -55,7 +55,8 @@ def parse_tester_tests(problem: CoderTesterProblem, answer: str, max_tests: int)
 
         code = _drop_definitions(extract_code(answer).code, problem.entry_point, issues)
         try:
-            setup, tests = tests_from_check(code, problem.entry_point) if code.strip() else ("", [])
+            setup, tests = (tests_from_check(code, problem.entry_point, prompt=problem.prelude) if code.strip()
+                            else ("", []))
         except ValueError:
             setup, tests = "", []
             issues.append("the tests do not parse as Python")

@@ -98,7 +98,7 @@ class HelperMainScorer:
         if key not in self._tests:
             from llm_marl_envs.sandbox import tests_from_check
 
-            setup, tests = tests_from_check(problem.test, problem.entry_point)
+            setup, tests = tests_from_check(problem.test, problem.entry_point, prompt=problem.prompt)
             self._tests[key] = instrument_tests(setup, list(tests), problem.entry_point, _check_param(problem.test))
         return self._tests[key]
 

@@ -67,7 +67,7 @@ def function_test_sets(
     """Public tests = the prompt's examples (or a seeded hold-out of ``check``), hidden = the rest."""
     cfg = replace(config or SplitConfig(), max_held_out=max(0, fallback_asserts))
     entry = problem.entry_point
-    hidden_setup, hidden = tests_from_check(problem.test, entry)
+    hidden_setup, hidden = tests_from_check(problem.test, entry, prompt=problem.prompt)
     examples = parse_examples(problem.prompt, entry)
     shown = [AssertTest(example_assert(ex, entry), name=f"public_{i}") for i, ex in enumerate(examples)]
     inputs = {case_key(t): ex.call for t, ex in zip(shown, examples)}

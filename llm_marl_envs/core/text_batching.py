@@ -11,9 +11,11 @@ actions)`` with the *single* space instead. Both must give each env its own whol
   since iterating it would hand out characters;
 - batching the observations (``concatenate``, ``create_empty_array`` on the single space) is
   Gymnasium's own handling of ``Text``: a tuple of strings;
-- shared memory (``AsyncVectorEnv``'s default) would store text as a fixed-size array of charset
-  indices, which free text does not fit: it raises ``CustomSpaceError``, which Gymnasium turns into
-  its advice to pass ``shared_memory=False``.
+- shared memory (``AsyncVectorEnv``'s default): Gymnasium's ``Text`` form (a fixed-size array of
+  charset indices, decoded once when the vector env starts) fits neither free text nor changing
+  observations, so ``FreeText`` has its own: one slot per env of ``4 * max_length`` bytes of UTF-8
+  and the length, read back as :class:`SharedTexts`, a live view decoded on access (a plain tuple of
+  strings once copied, which ``AsyncVectorEnv``'s default ``copy=True`` does at every step).
 
 ``flatten``, ``flatdim``, ``flatten_space`` and ``unflatten`` refuse ``FreeText`` with
 :class:`TextNotFlattenableError`: text has no fixed-size numeric form (Gymnasium's ``Text``
@@ -24,18 +26,22 @@ observation -- and fails on characters outside the sample charset). Numeric-mode
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterator, Sequence
 from copy import deepcopy
+from types import ModuleType
 from typing import Any
 
+import numpy as np
 from gymnasium import spaces
-from gymnasium.error import CustomSpaceError
 from gymnasium.spaces.utils import flatdim, flatten, flatten_space, unflatten
 from gymnasium.vector.utils import (
     batch_differing_spaces,
     batch_space,
     create_shared_memory,
     iterate,
+    read_from_shared_memory,
+    write_to_shared_memory,
 )
 
 from llm_marl_envs.core.spaces import FreeText
@@ -89,12 +95,68 @@ def _iterate_free_text(space: FreeText, items: Any) -> Iterator[Any]:
     return _strings(items, "FreeText")
 
 
+_LENGTH = 8  # bytes of a slot's length header
+
+
+def _slot(space: FreeText) -> int:
+    """Bytes of one env's slot: the length, then room for ``max_length`` characters of UTF-8."""
+    return _LENGTH + 4 * space.max_length
+
+
+def _bytes(shared_memory: Any) -> np.ndarray:
+    return np.frombuffer(shared_memory.get_obj(), dtype=np.uint8)
+
+
+class SharedTexts(Sequence):
+    """The current texts of ``n`` envs in shared memory, decoded on access (a live view, as Gymnasium's
+    numeric shared observations are); ``copy.deepcopy`` and ``tuple()`` give a plain tuple of strings."""
+
+    def __init__(self, space: FreeText, shared_memory: Any, n: int) -> None:
+        self._space, self._memory, self._n = space, shared_memory, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(self._n)))
+        if not -self._n <= index < self._n:
+            raise IndexError(f"env {index} of {self._n}")
+        start = (index % self._n) * _slot(self._space)
+        data = _bytes(self._memory)
+        length = int.from_bytes(data[start:start + _LENGTH].tobytes(), "little")
+        return data[start + _LENGTH:start + _LENGTH + length].tobytes().decode("utf-8")
+
+    def __deepcopy__(self, memo: dict) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(self)!r})"
+
+
 @create_shared_memory.register(FreeText)
-def _no_shared_memory(space: FreeText, n: int = 1, ctx: Any = None) -> Any:
-    raise CustomSpaceError(
-        f"{space!r} holds free text, which has no fixed-size shared-memory form: "
-        "use AsyncVectorEnv(..., shared_memory=False)"
-    )
+def _free_text_shared_memory(space: FreeText, n: int = 1, ctx: ModuleType = multiprocessing) -> Any:
+    return ctx.Array("B", n * _slot(space))
+
+
+@read_from_shared_memory.register(FreeText)
+def _read_free_text(space: FreeText, shared_memory: Any, n: int = 1) -> SharedTexts:
+    return SharedTexts(space, shared_memory, n)
+
+
+@write_to_shared_memory.register(FreeText)
+def _write_free_text(space: FreeText, index: int, value: str, shared_memory: Any) -> None:
+    if not space.contains(value):
+        raise ValueError(f"{space!r} does not contain {value!r:.80} (a str of at most {space.max_length} chars)")
+    data, encoded = value.encode("utf-8"), _bytes(shared_memory)
+    start = index * _slot(space)
+    encoded[start:start + _LENGTH] = np.frombuffer(len(data).to_bytes(_LENGTH, "little"), dtype=np.uint8)
+    encoded[start + _LENGTH:start + _LENGTH + len(data)] = np.frombuffer(data, dtype=np.uint8)
 
 
 def _refuse(space: FreeText, *_: Any) -> Any:

@@ -10,7 +10,7 @@
         res.passed, res.total          # (1, 2)
         res.tests[1].error_type        # 'AssertionError'
 
-        setup, tests = tests_from_check(problem["test"], problem["entry_point"])
+        setup, tests = tests_from_check(problem["test"], problem["entry_point"], prompt=problem["prompt"])
         res = sb.run(problem["prompt"] + completion, tests, setup=setup)
 
         res = sb.run("print(int(input()) * 2)", [IOTest("21\\n", "42\\n")])

@@ -2,7 +2,9 @@
 
 Runs in the caller. I/O tests are judged here: the expected output never leaves the
 caller's process, and the comparison is done on what the fork server captured from the
-program's stdout, not on anything the program claims.
+program's stdout, not on anything the program claims. That stdout arrives as raw bytes (at most
+the test's output cap, see ``pool.blob_limit``) and is compared piece by piece
+(:mod:`.compare`); only its first ``report_chars`` characters are ever decoded whole.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def build_request(job: Job, config: SandboxConfig, test_code: TestCodeCache | No
     }
     compiled = test_code.encoded(job.setup, tests) if test_code is not None else None
     if compiled is not None:
-        request["compiled"], request["plans"] = compiled
+        request["compiled"] = compiled
     return request
 
 
@@ -83,6 +85,15 @@ def clean(text: Any, limit: int) -> str:
     return s
 
 
+def clean_bytes(data: bytes | bytearray, limit: int) -> str:
+    """The first ``limit`` characters of ``data`` decoded as UTF-8 (replacement characters), plus
+    a marker if there is more; decodes no more than the text kept."""
+    text = bytes(data[: 4 * limit + 4]).decode("utf-8", "replace")
+    if len(text) > limit or len(data) > 4 * limit + 4:
+        return text[:limit] + f"\n...[truncated: {len(data)} bytes in all]"
+    return text
+
+
 def _opt(text: Any, limit: int) -> str | None:
     return None if text is None else clean(text if isinstance(text, str) else "", limit)
 
@@ -92,12 +103,15 @@ def result_from_reply(job: Job, reply: dict[str, Any], config: SandboxConfig, wa
     limit = config.report_chars
     names = test_names(job)
     entries = reply.get("tests") or []
+    blobs = reply.get("blobs") if type(reply.get("blobs")) is list else []
     results = []
     for i, test in enumerate(job.tests):
         entry = entries[i] if i < len(entries) and isinstance(entries[i], dict) else None
         if entry is None:
             entry = {"passed": False, "error_type": "NotRun", "error_message": "no result was recorded"}
-        results.append(_test_result(test, names[i], entry, config))
+        index = entry.get("stdout_blob")
+        stdout = blobs[index] if type(index) is int and 0 <= index < len(blobs) else b""
+        results.append(_test_result(test, names[i], entry, config, stdout))
     return ExecResult(
         tests=results,
         total=len(results),
@@ -121,7 +135,8 @@ def _seconds(value: Any) -> float:
     return 0.0
 
 
-def _test_result(test: AssertTest | IOTest, name: str, e: dict[str, Any], config: SandboxConfig) -> TestResult:
+def _test_result(test: AssertTest | IOTest, name: str, e: dict[str, Any], config: SandboxConfig,
+                 stdout: bytes | bytearray = b"") -> TestResult:
     if e.keys() <= _PLAIN_ENTRY and type(test) is AssertTest:  # the common case: nothing to clean
         return TestResult(name=name, passed=e.get("passed") is True, wall_time_s=_seconds(e.get("wall_time_s")),
                           cpu_time_s=_seconds(e.get("cpu_time_s")))
@@ -141,11 +156,11 @@ def _test_result(test: AssertTest | IOTest, name: str, e: dict[str, Any], config
         exit_code=e.get("exit_code") if type(e.get("exit_code")) is int else None,
     )
     if isinstance(test, IOTest):
-        got = str(e.get("stdout") or "").encode("utf-8", "replace").decode("utf-8")
+        got = stdout  # (bytes: the program's stdout, up to the test's output cap)
         result.kind = "io"
         result.stdin = clean(test.stdin, limit)
         result.expected = clean(test.expected_stdout, limit)
-        result.got = clean(got, limit)
+        result.got = result.stdout = clean_bytes(got, limit)
         if result.error_type is None and result.exit_code not in (None, 0):
             result.error_type = "NonZeroExit"
             result.error_message = f"the program exited with code {result.exit_code}"

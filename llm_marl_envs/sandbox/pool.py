@@ -11,7 +11,6 @@ modules.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -51,6 +50,13 @@ def _worker_environment() -> dict[str, str]:
     return env
 
 
+def blob_limit(job: dict[str, Any] | None) -> int:
+    """The most bytes a reply to ``job`` may attach (an I/O test's stdout is kept up to its cap):
+    what the caller accepts to allocate for it, known before anything is read."""
+    tests = (job or {}).get("tests") or ()
+    return max((int(t.get("output_cap") or 0) for t in tests if t.get("kind") == "io"), default=0)
+
+
 class WorkerProcess:
     """A started fork server. Not thread-safe: the pool hands it to one thread at a time."""
 
@@ -62,7 +68,7 @@ class WorkerProcess:
         try:
             cmd = [
                 config.python or sys.executable, "-I", "-S", "-B", "-c", _BOOTSTRAP,
-                WORKER_DIR, str(child.fileno()), json.dumps(config.worker_settings(index)),
+                WORKER_DIR, str(child.fileno()),  # (its settings: the first frame, below; not in /proc/PID/cmdline)
             ]
             self.proc = subprocess.Popen(
                 cmd, pass_fds=(child.fileno(),), env=_worker_environment(), cwd="/",
@@ -76,6 +82,7 @@ class WorkerProcess:
         finally:
             child.close()
         self.sock = parent
+        parent.sendall(P.encode_frame(config.worker_settings(index)))  # (the socket buffers it: no wait)
         self._frames = P.FrameReader(parent)
         self._start_deadline = time.monotonic() + config.start_timeout_s
 
@@ -101,16 +108,17 @@ class WorkerProcess:
     def call(self, request: dict[str, Any], deadline: float) -> dict[str, Any]:
         """Send one request and wait for its reply (raises EOFError/OSError/TimeoutError)."""
         self.send(P.encode_frame(request))
-        return self.receive(request.get("id"), deadline)
+        return self.receive(request.get("id"), deadline, blob_limit(request.get("job")))
 
     def send(self, frame: bytes) -> None:
         """Send an encoded request; the fork server handles requests in order, one at a time."""
         self.wait_ready()
         self.sock.sendall(frame)
 
-    def receive(self, request_id: Any, deadline: float) -> dict[str, Any]:
-        """The reply to the oldest request not answered yet, which must be ``request_id``."""
-        reply = self._frames.read(deadline)
+    def receive(self, request_id: Any, deadline: float, max_blob: int = 0) -> dict[str, Any]:
+        """The reply to the oldest request not answered yet, which must be ``request_id``; its
+        attachments (an I/O test's stdout) at most ``max_blob`` bytes each (:func:`blob_limit`)."""
+        reply = self._frames.read(deadline, max_blob)
         if not isinstance(reply, dict) or reply.get("id") != request_id:
             raise P.ProtocolError("reply does not match the request")
         return reply

@@ -27,7 +27,7 @@ from typing import Any
 from .assemble import build_request, infra_result, result_from_reply, validate_job
 from .batch import Batch, WorkerIOError, io_call, reply_deadline
 from .config import SandboxConfig
-from .pool import WorkerProcess
+from .pool import WorkerProcess, blob_limit
 from .results import AssertTest, ExecResult, IOTest, Job, SandboxError
 from .slots import SlotQueue
 from .testcode import TestCodeCache
@@ -275,7 +275,7 @@ class Sandbox:
                 limits = batch.request(index)["limits"]
                 # The fork server starts a queued job when it replies to the previous one.
                 deadline = reply_deadline(limits)
-                reply = io_call(worker.receive, request_id, deadline)
+                reply = io_call(worker.receive, request_id, deadline, blob_limit(batch.request(index)))
                 inflight.popleft()
                 if inflight:
                     batch.running(inflight[0][0])

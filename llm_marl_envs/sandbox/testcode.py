@@ -23,7 +23,6 @@ import collections
 import threading
 from typing import Any
 
-from .callplan import plan_tests
 from .worker.protocol import compile_test_set
 
 MAX_SOURCE_CHARS = 16 << 10  # larger test sets are compiled by the job process, as before
@@ -44,13 +43,12 @@ class TestCodeCache:
     def __init__(self, max_entries: int = 2048) -> None:
         self.max_entries = max_entries
         self.hits = 0
-        self._entries: collections.OrderedDict[Any, tuple[str, list[Any]] | None] = collections.OrderedDict()
+        self._entries: collections.OrderedDict[Any, str | None] = collections.OrderedDict()
         self._seen_once: collections.OrderedDict[Any, None] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def encoded(self, setup: str, tests: list[dict[str, Any]]) -> tuple[str, list[Any]] | None:
-        """The compiled set-up and tests of a request with the tests' call plans (see
-        ..callplan), or None (the job process compiles them)."""
+    def encoded(self, setup: str, tests: list[dict[str, Any]]) -> str | None:
+        """The compiled set-up and tests of a request, or None (the job process compiles them)."""
         sources = [t["code"] for t in tests if t["kind"] == "assert"]
         if not sources or len(setup) + sum(map(len, sources)) > MAX_SOURCE_CHARS:
             return None
@@ -78,12 +76,12 @@ def _remember(entries: collections.OrderedDict[Any, Any], key: Any, value: Any, 
         entries.popitem(last=False)  # the least recently used
 
 
-def _compile_encoded(setup: str, tests: list[dict[str, Any]]) -> tuple[str, list[Any]] | None:
+def _compile_encoded(setup: str, tests: list[dict[str, Any]]) -> str | None:
     try:
         blob = compile_test_set(setup, tests)
     except Exception:  # noqa: BLE001 - SyntaxError, ValueError (null bytes), RecursionError, ...
         return None  # the job process compiles it and reports the broken test
-    return (blob, plan_tests(tests)) if len(blob) <= MAX_BLOB_CHARS else None
+    return blob if len(blob) <= MAX_BLOB_CHARS else None
 
 
 __all__ = ["TestCodeCache"]

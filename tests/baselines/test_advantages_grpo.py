@@ -20,8 +20,9 @@ from .advantage_tables import EXACT, flat, table
 # ----------------------------------------------------------------------------- registry
 
 
-def test_registry_holds_the_six_schemes_and_is_read_only():
-    assert sorted(ADVANTAGE_SCHEMES) == ["at_grpo", "dr_mas", "grpo", "magrpo", "mars2", "sharp"]
+def test_registry_holds_the_eleven_schemes_and_is_read_only():
+    assert sorted(ADVANTAGE_SCHEMES) == ["at_grpo", "dr_mas", "grpo", "iac", "maac", "magrpo", "mars2", "reinforce",
+                                         "remax", "rloo", "sharp"]
     with pytest.raises(TypeError):
         ADVANTAGE_SCHEMES["new"] = grpo  # type: ignore[index]
     with pytest.raises(ValueError, match="unknown advantage scheme 'ppo'"):

@@ -213,3 +213,20 @@ def test_joint_tree_run_reports_trees(tmp_path):
         nodes = {t["n"] for t in e["turns"]}
         assert e["tree"] and len(nodes) > 1 and all(t["p"] in nodes or t["p"] == -1 for t in e["turns"])
         assert any(t["p"] != -1 for t in e["turns"]) and all(t["rtg"] is not None for t in e["turns"])
+
+
+def test_the_main_job_leaves_a_report_with_a_bounded_sample_of_episodes(tmp_path, capsys):
+    """``python -m baselines.train`` as the README runs it (no report or sample flags) writes report.html with
+    the first log.sample_episodes episodes of log.sample_steps steps spread over the run, and prints its path."""
+    result = train.main(["--steps", "5", "--out", str(tmp_path), "--name", "main", "--no-eval",
+                         "rollout.tasks_per_step=4", "rollout.group_size=4",  # 16 episodes a step
+                         "log.tensorboard=false", "log.progress=false", "log.plot=false"])
+    report = Path(result["report"])
+    assert report == tmp_path / "main" / "report.html" and f"report: {report}" in capsys.readouterr().out
+    data = extract(report.read_text(encoding="utf-8"))
+    assert not [m for m in data["missing"] if "samples" in m]  # (--no-eval: no held-out line, reported)
+    steps = sorted({e["s"] for e in data["episodes"]})
+    assert steps == [1, 2, 4, 5] and len(data["episodes"]) == 4 * 8  # 4 steps (first and last), 8 episodes each
+    assert all(t["x"] is not None and t["adv"] is not None for e in data["episodes"] for t in e["turns"])
+    assert not train.main(["--steps", "1", "--out", str(tmp_path), "--name", "off", "--no-eval", "--no-report",
+                           "log.tensorboard=false", "log.progress=false", "log.plot=false"]).get("report")

@@ -40,10 +40,11 @@ def test_precedence_defaults_file_flags_overrides(tmp_path):
 
 @pytest.mark.parametrize("bad,match", [("optim.lrr=1", "unknown config key"), ("scheme=ppo", "unknown scheme"),
                                        ("optim.lr=fast", "expected a number"),
-                                       ("model.sharing=mixed", "is not one of")])
+                                       ("model.sharing=mixed", "is not one of"),
+                                       ("scheme=iac rollout.mode=joint_tree", "needs rollout.mode=episodes")])
 def test_bad_config_values_raise_clear_errors(bad, match):
     with pytest.raises(ValueError, match=match):
-        load_config(overrides=[bad])
+        load_config(overrides=bad.split())
 
 
 def test_cli_run_writes_every_output_and_resumes(model_dir, tmp_path):

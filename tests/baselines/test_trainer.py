@@ -14,7 +14,7 @@ from baselines.policies.vocab_mask import word_token_ids
 from baselines.trainer import Trainer, mask_words
 from tests.baselines.test_rollout import build_signal_model, signal_kwargs
 
-SCHEMES = ("grpo", "dr_mas", "magrpo", "at_grpo", "mars2", "sharp")
+SCHEMES = ("grpo", "dr_mas", "magrpo", "at_grpo", "mars2", "sharp", "rloo", "remax", "reinforce", "iac", "maac")
 PER_AGENT = ("reward", "adv_mean", "adv_std", "grad_norm", "kl", "clip_frac", "entropy", "response_len",
              "mu", "sigma", "amplification")
 

@@ -18,7 +18,7 @@ def namer_dir(tmp_path_factory) -> Path:
     return build_signal_model(tmp_path_factory.mktemp("namer"), signal_kwargs(), imitate_steps=25)
 
 
-@pytest.mark.parametrize("scheme,sharing", [("dr_mas", "shared"), ("at_grpo", "lora")])
+@pytest.mark.parametrize("scheme,sharing", [("dr_mas", "shared"), ("at_grpo", "lora"), ("maac", "shared")])
 def test_resume_gives_the_same_next_step(scheme, sharing, namer_dir, tmp_path):
     cfg = load_config(overrides=[f"scheme={scheme}", f"model.sharing={sharing}", "rollout.tasks_per_step=4",
                                  "rollout.group_size=4", "optim.epochs=2", "optim.minibatch_size=12",
@@ -38,7 +38,8 @@ def test_resume_gives_the_same_next_step(scheme, sharing, namer_dir, tmp_path):
     for policy, tensors in params_straight.items():
         for name, value in tensors.items():
             assert torch.equal(value, params_resumed[policy][name]), (policy, name)
-    for key in ("reward", "agent/speaker/grad_norm", "agent/listener/kl", "agent/listener/clip_frac"):
+    keys = ("reward", "agent/speaker/grad_norm", "agent/listener/kl", "agent/listener/clip_frac")
+    for key in keys + (("critic/loss", "critic/loss_after") if scheme == "maac" else ()):  # the critic resumes too
         assert metrics_straight[key] == metrics_resumed[key], key
     # the comparison has teeth: restoring only the weights (no optimizer/RNG/step state) differs
     partial = Trainer(cfg, tmp_path / "partial")

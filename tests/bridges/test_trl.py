@@ -4,6 +4,7 @@ signal game above chance, and trains one seat of helper/main against a scripted 
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from tests.bridges.conftest import need
 
 pytest.importorskip("torch")
 
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "bridges.md"
 SIGNAL = "toy/signal_game_v0"
 SIGNAL_KWARGS = {"n_candidates": 4, "message_length": 1, "words": ["apple", "boat", "cat", "drum"]}  # chance 0.25
 
@@ -25,33 +27,20 @@ def _config(tmp_path: Path, **kwargs):
     return GRPOConfig(**{**base, **kwargs})
 
 
-def test_rollout_func_trains_the_signal_game_above_chance(tmp_path, monkeypatch):
+def test_the_published_script_prints_the_documented_figure(capsys):
+    """docs/bridges.md quotes what ``python -m baselines.experiments.trl_signal_game --seed 0`` prints; it must
+    print it (stock GRPOTrainer, our rollout_func, the trainer's tiny model, 30 steps)."""
     need("trl")
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
+    from baselines.experiments import trl_signal_game
 
-    from baselines.bridges.tiny import build_task_tiny_model, mask_to_action_words
-    from baselines.bridges.trl import episode_dataset, make_rollout_func, team_return_reward
-
-    path = build_task_tiny_model(SIGNAL, tmp_path / "tiny", env_kwargs=SIGNAL_KWARGS, seed=0)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path)
-    mask_to_action_words(model, tokenizer, SIGNAL, SIGNAL_KWARGS)
-    args = _config(tmp_path, max_steps=30, learning_rate=1e-3, per_device_train_batch_size=32, num_generations=8,
-                   max_completion_length=1, seed=0)
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=team_return_reward, args=args,
-                          train_dataset=episode_dataset(SIGNAL, range(256), env_kwargs=SIGNAL_KWARGS),
-                          rollout_func=make_rollout_func(SIGNAL, env_kwargs=SIGNAL_KWARGS))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        trainer.train()
-    rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
-    first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
-    print(f"signal game through TRL: mean team return, first 5 steps {first:.3f}, last 5 steps {last:.3f}")
-    assert len(rewards) == 30
-    assert first < 0.45  # starts near chance (0.25)
-    assert last > 0.6, rewards  # clearly above chance
+    documented = re.search(r"^(seed 0: mean team return, first 5 steps [\d.]+, last 5 steps [\d.]+)$", GUIDE.read_text(),
+                           re.M)
+    assert documented, "docs/bridges.md quotes the script's seed-0 line"
+    printed = trl_signal_game.main(["--seed", "0"])
+    assert printed in capsys.readouterr().out
+    numbers = [float(x) for x in re.findall(r"\d\.\d+", printed)]
+    assert numbers == pytest.approx([float(x) for x in re.findall(r"\d\.\d+", documented.group(1))], abs=0.01), printed
+    assert numbers[0] < 0.45 and numbers[1] > 0.6  # from chance (0.25) to clearly above
 
 
 def test_rollout_rows_hold_one_seat_with_task_text_between_answers(tmp_path, monkeypatch):
@@ -108,6 +97,8 @@ def _answers(tokenizer, ids: list[int], mask: list[int]) -> list[str]:
 
 
 def test_environment_factory_trains_helper_against_scripted_main(tmp_path, monkeypatch):
+    """The class alone reaches the direct return; under GRPOTrainer a user's reward function, which TRL calls
+    before ``get_reward``, sees every episode finished through the documented accessors."""
     need("trl")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -115,7 +106,7 @@ def test_environment_factory_trains_helper_against_scripted_main(tmp_path, monke
 
     import llm_marl_envs
     from baselines.bridges.tiny import build_task_tiny_model
-    from baselines.bridges.trl_env import seat_dataset, seat_environment
+    from baselines.bridges.trl_env import seat_dataset, seat_environment, seat_reward
     from llm_marl_envs.testing import play_episode
 
     task, spec = "code/helper_main_v0", llm_marl_envs.spec("code/helper_main_v0")
@@ -126,11 +117,13 @@ def test_environment_factory_trains_helper_against_scripted_main(tmp_path, monke
     # the class alone, driven by the scripted helper, reaches the same return as a direct run
     env = env_class()
     env.reset(seed=0)
-    for _ in range(20):
-        if env.env.unwrapped.record.done:
-            break
-        env.answer(best(env.env, seat))
-    assert env.get_reward() == play_episode(spec.make(**kwargs), best, seed=0) > 0
+    env.answer(best(env._env, seat))
+    assert env.team_return == env.get_reward() == play_episode(spec.make(**kwargs), best, seed=0) > 0
+    assert env.record.done and env.reward_components["tests"] == 1.0  # accessors of the finished episode
+    unfinished = env_class()
+    unfinished.reset(seed=0)  # the model never answers: the accessors finish the episode with empty answers
+    assert unfinished.reward_components["tests"] == 0.0 and unfinished.record.done
+    assert 0 <= unfinished.team_return < env.team_return
 
     import trl
 
@@ -141,12 +134,23 @@ def test_environment_factory_trains_helper_against_scripted_main(tmp_path, monke
     model = AutoModelForCausalLM.from_pretrained(path)
     args = _config(tmp_path, max_steps=2, learning_rate=1e-4, per_device_train_batch_size=4, num_generations=2,
                    max_completion_length=8, seed=0)
+    seen: list[tuple[float, bool]] = []
+
+    def user_reward(environments, **_):  # a user's own reward function: TRL calls it before get_reward
+        values = seat_reward("tests")(environments)
+        seen.extend((e.team_return, e.record.done) for e in environments)
+        return values
+
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=seat_dataset(range(8)),
-                          environment_factory=env_class)
+                          environment_factory=env_class, reward_funcs=[user_reward, seat_reward()])
+    assert [t.__name__ for t in trainer.tools] == ["answer"]  # the accessors are not offered as tools
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer.train()
     assert trainer.state.global_step == 2
-    rewards = [h for h in trainer.state.log_history if "reward" in h]
-    assert len(rewards) == 2 and all(r["reward"] == r["reward"] for r in rewards)  # not NaN
+    assert len(seen) == 8 and all(done for _, done in seen)
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    assert len(logs) == 2
+    for h in logs:  # our team_return reward function and the class's get_reward column agree
+        assert h["rewards/team_return/mean"] == h[f"rewards/{env_class.__name__}/mean"]
     assert os.path.isdir(tmp_path / "out")

@@ -289,7 +289,7 @@ def test_instrumented_tests_keep_pass_fail_unchanged(humaneval):
     wrong = [p.prompt + "    return None\n" for p in problems]
     jobs_plain, jobs_instr = [], []
     for p, prog in zip(problems, wrong):
-        setup, tests = tests_from_check(p.test, p.entry_point)
+        setup, tests = tests_from_check(p.test, p.entry_point, prompt=p.prompt)
         jobs_plain.append(Job(prog, tests, setup=setup))
         isetup, itests = scorer.tests_for(p)
         jobs_instr.append(Job(prog, itests, setup=isetup))

@@ -1,8 +1,9 @@
 """The CPU learning configs of the real model load, train one step and move every agent's own adapter.
 
-One step each with the smallest settings (2 tasks, a group of 4, answers cut to 2 tokens): what the
-configs themselves name -- the preset, one LoRA adapter per agent, each agent's word mask, the
-scheme's rollout -- is what runs.
+One step each with fewer tasks than the configs train on (8 signal tasks, 4 Plan-Path grids: fewer, and
+every group can tie by chance and leave no gradient) and the configs' own group sizes and answer lengths (a
+signal answer is one word): what the configs name -- the preset, one LoRA adapter per agent, each agent's
+word mask, the scheme's rollout -- is what runs.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ CPU_CONFIGS = ("signal_code_smollm2.yaml", "signal_code_at_grpo_smollm2.yaml", "
 
 @pytest.mark.parametrize("name", CPU_CONFIGS)
 def test_config_trains_one_step_and_moves_every_adapter(name, smollm2_env, tmp_path):
-    config = load_config(CONFIGS / name, ["rollout.tasks_per_step=2", "rollout.group_size=4",
-                                          "generation.max_new_tokens=2", "log.progress=false", "log.plot=false",
+    config = load_config(CONFIGS / name, [f"rollout.tasks_per_step={8 if 'signal' in name else 4}",
+                                          "log.progress=false", "log.plot=false",
                                           "optim.lr=0.01"])
     assert config.model.path == PRESET and config.model.sharing == "lora"
     trainer = Trainer(config, tmp_path / "run")

@@ -145,7 +145,8 @@ def test_tests_from_check_splits_humaneval_style_checks():
     setup, tests = tests_from_check(test_code, "inc")
     assert "METADATA" in setup and "candidate = inc\n" in setup and "import math" in setup
     assert "def check" not in setup
-    assert [t.name for t in tests] == ["L5", "L6", "L8", "L10", "L12"]
+    assert [t.name for t in tests] == ["L5", "L6", "L8", "L10"]  # ("assert True" tests nothing: set-up)
+    assert setup.endswith("assert True\n")
     assert tests[1].code == "r = candidate(2)\nassert r == 3, 'two'\n"
     assert tests[2].code.startswith("for x in range(3):")
     for t in tests:

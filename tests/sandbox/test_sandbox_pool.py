@@ -271,7 +271,7 @@ def test_fallback_without_namespaces_or_privilege_drop(tmp_path):
     with Sandbox(config) as sb:
         iso = sb.isolation
         assert (iso["net_ns"], iso["pid_ns"], iso["mount_ns"], iso["privileges_dropped"]) == (False,) * 4
-        assert iso["subreaper"] is True
+        assert iso["subreaper"] is True and iso["pid_ns_per_job"] is False
         program = (
             "import ctypes, os, socket, time\nlibc = ctypes.CDLL(None)\n"
             "def connect():\n    socket.create_connection(('127.0.0.1', 9), timeout=0.2)\n"

@@ -21,7 +21,8 @@ def test_only_test_code_that_cannot_change_or_stall_the_server_is_servable():
     assert _ok(humaneval, "assert candidate([1.0, 2.5], 0.3) == True\n", "assert abs(candidate(1.33) - 0.33) < 1e-6",
                "assert math.isclose(candidate(2), 1.5, rel_tol=1e-9)", "r = candidate('a')\nassert r == 'b', 'msg'",
                "assert sorted(candidate([3, 1]), reverse=True) == [3, 1]", "assert candidate(-1) is None",
-               "assert candidate(3 * 5 * 7) == (3 + 5 + 7, 2 ** 10, 0**0)")
+               "assert candidate(3 * 5 * 7) == (3 + 5 + 7, 2 ** 10, 0**0)",
+               "assert candidate(1) == {1, -2} and candidate(2) == {'a': candidate(3)} != set()")
     for test in [
         "import math\nmath.pi = 3",  # changes a module of the server
         "candidate.x = 1", "x = candidate(1)\nx[0] = 2",  # assignments other than to names
@@ -32,6 +33,9 @@ def test_only_test_code_that_cannot_change_or_stall_the_server_is_servable():
         "assert round(10, -10 ** 9) == 0", "assert type('A', (), {})", "assert f'{candidate(1)}'",
         "for i in [1]:\n    assert candidate(i)", "assert math.factorial(10 ** 6)",
         "assert candidate(1).__class__", "assert max([1], key=len)",
+        # hashing the program's data: one C call no timer interrupts (issue #36)
+        "assert set(candidate(1)) == {1}", "assert frozenset(candidate(1))", "assert dict(candidate(1))",
+        "assert {candidate(1)} == {1}", "assert {candidate(1): 1}",
     ]:
         assert not _ok("candidate = f\n", test), test
     assert not _ok("import os\n", "assert os.getcwd()")  # a used import of a module other than math
@@ -69,7 +73,7 @@ def _summary(res):
 
 def test_the_server_judges_exactly_as_a_judge_process_does(pools):
     served, judged = pools
-    for _ in range(2):  # first use: live calls; second: compiled tests with call plans
+    for _ in range(2):  # first use: compiled in the job; second: compiled by the caller
         for program in PROGRAMS:
             mine, reference = served.run(program, TESTS, setup="candidate = f\n"), judged.run(program, TESTS, setup="candidate = f\n")
             assert (mine.judge, reference.judge) == ("server", "process")

@@ -20,8 +20,9 @@ class ChannelAbuse(ChannelClosed):
 
 
 class Channel:
-    """One end of the socket pair. Reads ahead (the replies of a batch of calls usually come
-    in one read); a subclass that makes the descriptor non-blocking waits in :meth:`_wait`."""
+    """One end of the socket pair. Keeps what a read brought beyond the message asked for (the
+    peer's next message, for the judge; a message is usually read whole in one read); a subclass
+    that makes the descriptor non-blocking waits in :meth:`_wait`."""
 
     def __init__(self, fd: int, limit: int = MAX_MESSAGE_BYTES) -> None:
         self.fd = fd

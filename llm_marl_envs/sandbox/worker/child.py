@@ -44,7 +44,7 @@ class ChildSpec:
                  stderr_fd: int, result_fd: int, rlimits: dict[str, int] | None = None,
                  uid: int | None = None, gid: int | None = None, drop_capabilities: bool = False,
                  parent_death_signal: bool = True, extra_fds: list[int] | None = None, pgid: int = 0,
-                 dumpable: bool = True, seccomp: bool = False) -> None:
+                 seccomp: bool = False) -> None:
         self.job_dir = job_dir
         self.env = env  # None: keep the fork server's (already the job environment)
         self.stdin_fd, self.stdout_fd, self.stderr_fd, self.result_fd = stdin_fd, stdout_fd, stderr_fd, result_fd
@@ -57,7 +57,6 @@ class ChildSpec:
         self.parent_death_signal = parent_death_signal  # not needed in a PID namespace
         self.extra_fds = extra_fds or []  # become descriptors 4, 5, ... (after the result fd, 3)
         self.pgid = pgid  # the process group to join (0: a new one, led by this process)
-        self.dumpable = dumpable  # False: no one (of the same user) may read or trace this process
         self.seccomp = seccomp  # install the job filter (.seccomp) once confined
 
 
@@ -90,10 +89,12 @@ def confine(spec: ChildSpec) -> None:
     # PR_SET_NO_NEW_PRIVS is inherited from the fork server, which sets it once.
     if spec.parent_death_signal:  # cleared by the credential change above: set it afterwards
         _SET_PARENT_DEATH_SIGNAL()
-    # Dumpable again so that /proc/self belongs to the job user (programs may read it); a
-    # judge stays non-dumpable, out of reach of the program process (same user).
-    if spec.dumpable:
-        _SET_DUMPABLE()
+    # Not dumpable (as the fork server; the credential change above may have set the system's
+    # default): no other process, even of the same uid, may open its memory (/proc/PID/mem), its
+    # descriptors (/proc/PID/fd/0: the stdin) or its /proc files (they belong to root: a job cannot
+    # renice the scheduler group it shares with its fork server through /proc/self/autogroup).
+    # The seccomp filter refuses PR_SET_DUMPABLE from then on.
+    _SET_NOT_DUMPABLE()
     if spec.seccomp:
         _SECCOMP()
     try:
@@ -104,7 +105,7 @@ def confine(spec: ChildSpec) -> None:
 
 # Prepared in the fork server (see linux.PreparedPrctl).
 _SET_PARENT_DEATH_SIGNAL = linux.PreparedPrctl(linux.PR_SET_PDEATHSIG, _signal.SIGKILL)
-_SET_DUMPABLE = linux.PreparedPrctl(linux.PR_SET_DUMPABLE, 1)
+_SET_NOT_DUMPABLE = linux.PreparedPrctl(linux.PR_SET_DUMPABLE, 0)
 _SET_NAME = linux.PreparedPrctl(linux.PR_SET_NAME, b"sbx-job")
 _SECCOMP = PreparedFilter()
 

@@ -34,6 +34,7 @@ from .outcome import (
     result_entry,
     with_context,
 )
+from .procs import SchedulerGroup
 from .supervisor import RunResult, RunSpec, Supervisor
 
 _MAX_SERVED_SOURCE = 64 << 10  # larger test sets go to a judge process (the check's cost is linear)
@@ -49,6 +50,7 @@ class JobRunner:
         self.supervisor = supervisor
         self.job_dir = job_dir  # the same path for every job (the environment is set once for it)
         self.wipe = wipe
+        self.scheduler_group = SchedulerGroup()
         self.served: Any = None  # .served, when this fork server judges the tests .purity accepts
         self._servable: collections.OrderedDict[Any, Any] = collections.OrderedDict()
         if settings.get("judge_in_server"):
@@ -60,8 +62,7 @@ class JobRunner:
         tests = job["tests"]
         timeout = float(job["limits"]["timeout_s"])
         budget = float(job["limits"]["job_timeout_s"])
-        state = _JobState(len(tests), started + budget, int(job["limits"]["report_chars"]),
-                          frozenset(i for i, t in enumerate(tests) if t["kind"] == "io"))
+        state = _JobState(len(tests), started + budget, int(job["limits"]["report_chars"]))
         job_dir = self.job_dir
         os.mkdir(job_dir, 0o700)  # cleanup() removed it after the previous job (umask: 022)
         try:
@@ -82,14 +83,17 @@ class JobRunner:
         return state.response(time.monotonic() - started)
 
     def cleanup(self) -> bool:
-        """After the reply: end the job's processes, delete its files. False if that failed."""
+        """After the reply: delete the job's files, reset what it may have changed of this process.
+        False if that failed, or if the job left processes that could not be killed (only without
+        PID namespaces; with them, none is left before the reply): the worker is then replaced."""
         self.supervisor.finish()
         try:
             REAL.rmdir(self.job_dir)  # the common case: the job left its directory empty
             removed = True
         except OSError:
             removed = remove_path(self.job_dir)
-        return removed and self.wipe() is not False
+        return (removed and self.wipe() is not False and self.scheduler_group.reset()
+                and not self.supervisor.tainted)
 
     def _spec(self, job: dict[str, Any], mode: str, indices: list[int], job_dir: str, timeout: float,
               state: _JobState, stdin: bytes = b"", output_cap: int | None = None) -> RunSpec:
@@ -250,7 +254,8 @@ class JobRunner:
         else:
             entry = result_entry(exit_code == 0, {"exit_code": exit_code, "wall_time_s": run.wall_time_s,
                                                  "cpu_time_s": run.cpu_time_s, **io_error(exit_code, stderr, limit)})
-        entry["stdout"] = run.stdout.decode("utf-8", "replace")  # (the caller compares it: kept whole, up to the cap)
+        entry["stdout_blob"] = len(state.blobs)  # (the caller compares it: kept whole, up to the cap, as bytes)
+        state.blobs.append(run.stdout)
         entry["stderr"] = run.stderr[: 4 * limit].decode("utf-8", "replace")
         entry["stdout_bytes"] = run.stdout_total
         state.results[index] = entry
@@ -261,11 +266,10 @@ class JobRunner:
 class _JobState:
     """Accumulates the outcome of one job; ``response()`` is what goes back to the caller."""
 
-    def __init__(self, n_tests: int, deadline: float, limit: int = 4096, io_tests: frozenset[int] = frozenset()) -> None:
+    def __init__(self, n_tests: int, deadline: float, limit: int = 4096) -> None:
         self.n = n_tests
         self.deadline = deadline
-        self.limit = limit  # report_chars: no text goes back longer (but an I/O test's stdout, compared by the caller)
-        self.io_tests = io_tests
+        self.limit = limit  # report_chars: no text goes back longer (an I/O test's stdout goes back as bytes)
         self.results: dict[int, dict[str, Any]] = {}
         self.compile_error: str | None = None
         self.program_error: str | None = None
@@ -276,6 +280,7 @@ class _JobState:
         self.program_stderr: str | None = None
         self.judge = ""  # where the assert tests were judged: "server" or "process"
         self.stop = False
+        self.blobs: list[bytes] = []  # I/O tests' stdout, sent raw after the reply (see .protocol)
 
     def set_program_output(self, run: RunResult, include_output: bool = True) -> None:
         limit = self.limit
@@ -305,7 +310,7 @@ class _JobState:
             entry = self.results.get(i)
             if entry is not None:
                 for key in TEXT_KEYS:
-                    if key in entry and not (key == "stdout" and i in self.io_tests):
+                    if key in entry:
                         entry[key] = bounded(entry[key], MAX_TYPE_CHARS if key == "error_type" else limit)
             tests.append(entry)
         return {
@@ -318,4 +323,5 @@ class _JobState:
             "stderr": self.program_stderr or "",
             "wall_time_s": wall,
             "judge": self.judge,
+            "_blobs": self.blobs,
         }

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 from . import protocol as P
 from .channel import Channel, ChannelAbuse, ChannelClosed
 from .harness import _PRISTINE_BUILTINS, BoundedText, _compile_tests, _load_compiled, _reporter
-from .plaindata import NotPlainData, from_tree
+from .plaindata import NotPlainData
 from .remote import MAX_CALL_CPU_S, MAX_NAME_CHARS, Link, ProgramGone, Remote, ResultNotPlainData
 from .report import describe
 
@@ -98,8 +98,8 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
     try:
         test_ns = _namespace(link, loaded.get("names"), _names_used([setup_code, *(code for _, code in compiled)]),
                              modules)
-    except TimeoutError:
-        stop(0)  # killed at its deadline while its names were rebuilt (.served)
+    except (TimeoutError, ProgramGone):
+        stop(0)  # killed at its deadline while its names were rebuilt, or handed to a judge process (.served)
     program_values = dict(test_ns)
     # A builtin's name defined by the program (`sorted`, `range`) is the builtin for the set-up
     # (which may compute expected values with it), unless the set-up aliases it by name
@@ -125,8 +125,7 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
     test_ns["__builtins__"] = _PRISTINE_BUILTINS
     emit(P.REC_SETUP, -1, True, {}, now=False)
     clock, cpu = time.perf_counter, time.process_time
-    plans = payload.get("plans") if type(payload.get("plans")) is list else None
-    for position, (index, code) in enumerate(compiled):
+    for index, code in compiled:
         emit(P.REC_BEGIN, index, True, {})
         out, err = BoundedText(limit, hard), BoundedText(limit, hard)
         sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO("")
@@ -134,12 +133,6 @@ def judge(payload: dict[str, Any], channel: Any, emit: Any, finish: Any, stop: A
         link.cpu = 0.0
         t0, c0 = clock(), cpu()
         try:
-            # (the replies of the earlier tests' planned calls not made, and this test's batch,
-            # are the program's doing too: what they raise is this test's)
-            link.skip_until(index)
-            link.current = index
-            if plans is not None and link.prefetch and not link.pending:
-                _send_batch(link, plans, compiled[position:], test_ns)
             exec(code, test_ns)  # noqa: S102
             passed = True
         except ProgramGone as gone:
@@ -198,52 +191,6 @@ def _names_used(codes: list[Any]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _send_batch(link: Link, plans: list[Any], upcoming: list[tuple[int, Any]], ns: dict[str, Any]) -> None:
-    """Ask the program process, in one message, for the planned calls of the next tests."""
-    groups: list[list[Any]] = []
-    assigned: set[str] = set()
-    for index, _code in upcoming:
-        plan = plans[index] if index < len(plans) else None
-        calls = _resolve(plan, ns, assigned)
-        if calls is None:
-            break
-        groups.append(calls)
-        link.pending.extend((index, name, args, kwargs) for name, args, kwargs in calls)
-        assigned.update(plan["stores"])
-    if link.pending:
-        link.send({"op": "batch", "groups": groups})
-
-
-def _resolve(plan: Any, ns: dict[str, Any], assigned: set[str]) -> list[list[Any]] | None:
-    """The program's calls of a plan, by global name; None if the test is not plannable here."""
-    if type(plan) is not dict:
-        return None
-    for name in plan["names"]:
-        if name in assigned or not _inert(ns.get(name, _PRISTINE_BUILTINS.get(name))):
-            return None
-    calls = []
-    for name, args, kwargs in plan["calls"]:
-        if name in assigned:
-            return None
-        value = ns.get(name, _PRISTINE_BUILTINS.get(name))
-        if isinstance(value, Remote) and "g" in value._sbx_ref:
-            calls.append([value._sbx_ref["g"], args, kwargs])
-        elif not _inert(value):
-            return None
-    return calls
-
-
-_BUILTIN_IDS = frozenset(id(v) for v in _PRISTINE_BUILTINS.values())
-
-
-def _inert(value: Any) -> bool:
-    """Cannot call the program when used (a builtin, a module, plain data, nothing)."""
-    if isinstance(value, Remote):
-        return False
-    return (value is None or id(value) in _BUILTIN_IDS or isinstance(value, types.ModuleType)
-            or not callable(value))
-
-
 def _clean_info(info: Any, limit: int, timing_only: bool = False) -> dict[str, Any]:
     """The program process's report of its top-level run, with only the fields we expect (a
     timing only if it is a finite, non-negative float)."""
@@ -280,7 +227,7 @@ def _namespace(link: Link, names: Any, used: frozenset[str], modules: frozenset[
             ns[name] = Remote(link, {"g": name}, name)
         elif kind == "v" and len(entry) == 2:
             try:
-                ns[name] = from_tree(entry[1], None, 0, getattr(link.channel, "tick", None))
+                ns[name] = link.rebuild(entry[1], refs=False)
             except (NotPlainData, RecursionError, MemoryError):
                 ns[name] = Remote(link, {"g": name}, name)
         elif kind == "m" and len(entry) == 2 and type(entry[1]) is str and entry[1]:

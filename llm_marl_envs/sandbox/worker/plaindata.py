@@ -8,7 +8,10 @@ JSON: lists, strings, numbers, ``true``/``false``/``null`` as themselves, everyt
 one-key object whose key names the type (``{"t": [...]}`` for a tuple). Decoding rebuilds
 fresh builtin objects and rejects anything else with :class:`NotPlainData`, so the judge never
 holds an object of the program's making: no custom ``__eq__``, ``__hash__`` or ``__bool__``
-reaches the comparison. Other references travel as tags the two sides agree on (``h``: an
+reaches the comparison. Where decoding runs on CPU no deadline can interrupt (the fork server,
+which passes ``tick``), a set, frozenset or dict whose keys collide in ``hash()`` (ints
+``n * (2**61 - 1)`` all hash to 0: building a set of them is quadratic, in one C call) is not
+built: :class:`HashFlood` is raised, and the fork server hands the run to a judge process. Other references travel as tags the two sides agree on (``h``: an
 object kept by the program process, ``g``: one of the program's globals).
 """
 
@@ -24,8 +27,15 @@ _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=True, separators=(",", "
 _loads = json.JSONDecoder().decode
 
 
+MAX_EQUAL_HASHES = 8  # keys of one set or dict that may share a hash() value where tick is given
+
+
 class NotPlainData(TypeError):
     """A value is not made of builtin types only (or the wire form is not the plain encoding)."""
+
+
+class HashFlood(Exception):
+    """More than :data:`MAX_EQUAL_HASHES` keys of a set or dict share one ``hash()`` value."""
 
 
 def encode(value: Any, ref: Any = None) -> str:
@@ -96,15 +106,17 @@ def from_tree(tree: Any, deref: Any = None, depth: int = 0, tick: Any = None) ->
         if tag == "t":
             return tuple(from_tree(v, deref, depth, tick) for v in _list(data))
         if tag == "d":
-            out = {}
-            for pair in _list(data):
-                k, v = _list(pair)
-                out[from_tree(k, deref, depth, tick)] = from_tree(v, deref, depth, tick)
-            return out
-        if tag == "s":
-            return {from_tree(v, deref, depth, tick) for v in _list(data)}
-        if tag == "f":
-            return frozenset(from_tree(v, deref, depth, tick) for v in _list(data))
+            pairs = [_list(pair) for pair in _list(data)]
+            if any(len(pair) != 2 for pair in pairs):
+                raise NotPlainData("malformed plain data (d)")
+            keys = [from_tree(k, deref, depth, tick) for k, _ in pairs]
+            values = [from_tree(v, deref, depth, tick) for _, v in pairs]
+            _keys_hash_apart(keys, tick)
+            return dict(zip(keys, values))
+        if tag in ("s", "f"):
+            items = [from_tree(v, deref, depth, tick) for v in _list(data)]
+            _keys_hash_apart(items, tick)
+            return set(items) if tag == "s" else frozenset(items)
         if tag in ("b", "y"):
             raw = bytes.fromhex(_str(data))
             return raw if tag == "b" else bytearray(raw)
@@ -122,6 +134,22 @@ def from_tree(tree: Any, deref: Any = None, depth: int = 0, tick: Any = None) ->
     if deref is not None:
         return deref(tag, data)
     raise NotPlainData(f"unknown tag {tag!r}")
+
+
+def _keys_hash_apart(keys: list[Any], tick: Any) -> None:
+    """Where ``tick`` is given: raise :class:`HashFlood` if building a set of ``keys`` could take
+    quadratic time (TypeError for an unhashable key). The check hashes each key once and counts
+    the hash values in a dict of ints, which distinct values cannot collide in."""
+    if tick is None or len(keys) <= MAX_EQUAL_HASHES:
+        return
+    hashes = [hash(k) for k in keys]
+    if len(set(hashes)) == len(hashes):
+        return
+    counts: dict[int, int] = {}
+    for h in hashes:
+        counts[h] = counts.get(h, 0) + 1
+    if max(counts.values()) > MAX_EQUAL_HASHES:
+        raise HashFlood(f"{max(counts.values())} keys of a set or dict share one hash() value")
 
 
 def _list(data: Any) -> list[Any]:

@@ -4,9 +4,11 @@ This process runs untrusted code and is never told the tests. It loads the progr
 ``solution`` (its top-level output goes to the run's stdout/stderr), tells the judge what the
 program defined (functions and classes by name, plain-data constants by value), and then
 serves the judge's requests one at a time: call a function, get an attribute, iterate, ...
-Every answer is plain data (:mod:`.plaindata`) or a reference to an object kept here; an
-exception raised by the program travels as its type name, builtin base class, message and
-traceback. Nothing it sends decides a test: the judge compares the values itself.
+Each request comes only once the previous one was answered, so this process never holds the
+arguments of a call the tests have not made yet (see .remote.Link). Every answer is plain data
+(:mod:`.plaindata`) or a reference to an object kept here; an exception raised by the program
+travels as its type name, builtin base class, message and traceback. Nothing it sends decides a
+test: the judge compares the values itself.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import os
 import sys
 import time
 import types
-from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from .channel import Channel, ChannelClosed
@@ -100,12 +101,11 @@ def _serve(channel: Channel, namespace: dict[str, Any], limit: int, hard: int, d
             request = loads(channel.recv())
         except ChannelClosed:
             return
-        for text in responder.handle(request):
-            _send(channel, text)
+        _send(channel, responder.respond(request))
 
 
 class Responder:
-    """Answers the judge's requests on the program's namespace (one reply per call)."""
+    """Answers the judge's requests on the program's namespace, one reply per request."""
 
     def __init__(self, namespace: dict[str, Any], limit: int, hard: int, dumps, cpu) -> None:  # noqa: ANN001
         self.namespace, self.limit, self.hard, self.dumps, self.cpu = namespace, limit, hard, dumps, cpu
@@ -121,23 +121,6 @@ class Responder:
         if tag == "g" and type(data) is str and data in self.namespace:
             return self.namespace[data]
         raise NotPlainData(f"unknown reference {tag}:{data!r}")
-
-    def handle(self, request: dict[str, Any]) -> Iterator[str]:
-        """The replies to ``request``, each as soon as it is made (a batch: one per call)."""
-        if request.get("op") != "batch":
-            yield self.respond(request)
-            return
-        # Planned calls (see ..callplan): one reply each, in order; after a call that raises,
-        # the rest of its test's calls are not made (as the test itself would not make them).
-        for group in request["groups"]:
-            failed = False
-            for name, args, kwargs in group:
-                if failed:
-                    yield '{"skip":1}'
-                    continue
-                text = self.respond({"op": "call", "t": {"g": name}, "a": args, "k": kwargs})
-                failed = text.startswith('{"x"')
-                yield text
 
     def respond(self, request: dict[str, Any]) -> str:
         limit, dumps, cpu = self.limit, self.dumps, self.cpu

@@ -3,7 +3,10 @@ compiled set-up and tests a request may carry (:func:`compile_test_set`).
 
 Frames (control socket, trusted both ways): a 4-byte big-endian length, then that many
 bytes of UTF-8 JSON. JSON, never pickle, so a compromised worker cannot run code in the
-caller by what it sends back.
+caller by what it sends back. A reply may carry raw byte strings after its frame (an I/O
+test's stdout: as JSON text, bytes that are not UTF-8 would cost six times their size, and the
+caller would hold several copies), announced by their sizes in the frame's ``"blobs"``; the
+reader takes only sizes it was told to accept, each into one buffer of its exact size.
 
 Records (child -> fork server, over a dedicated pipe; the child runs untrusted code, so
 the reader treats every byte as hostile). One record per line::
@@ -90,9 +93,13 @@ def encode_frame(obj: Any) -> bytes:
     return HEADER.pack(len(data)) + data
 
 
-def send_frame(sock: Any, obj: Any) -> None:
-    """Send one frame on a connected socket (blocking)."""
+def send_frame(sock: Any, obj: Any, blobs: Any = ()) -> None:
+    """Send one frame on a connected socket (blocking), then ``blobs`` (raw byte strings) if any."""
+    if blobs:
+        obj = {**obj, "blobs": [len(blob) for blob in blobs]}
     sock.sendall(encode_frame(obj))
+    for blob in blobs:
+        sock.sendall(blob)
 
 
 class FrameReader:
@@ -109,7 +116,32 @@ class FrameReader:
         self.sock = sock
         self._pending = bytearray()
 
-    def read(self, deadline: float | None = None) -> Any:
+    def read(self, deadline: float | None = None, max_blob: int = 0) -> Any:
+        """The next frame; blobs after it (see the module docstring) replace its ``"blobs"`` sizes,
+        as bytearrays; a blob above ``max_blob`` bytes is a ProtocolError, read nowhere."""
+        obj = self._frame(deadline)
+        sizes = obj.get("blobs") if isinstance(obj, dict) else None
+        if sizes is not None:
+            if type(sizes) is not list or not all(type(n) is int and 0 <= n <= max_blob for n in sizes):
+                raise ProtocolError("a reply's attachments are not what the request allows")
+            obj["blobs"] = [self._exactly(n, deadline) for n in sizes]
+        return obj
+
+    def _exactly(self, n: int, deadline: float | None) -> bytearray:
+        buf = bytearray(n)
+        got = min(n, len(self._pending))
+        buf[:got] = self._pending[:got]
+        del self._pending[:got]
+        view = memoryview(buf)
+        while got < n:
+            _wait_readable(self.sock, deadline)
+            count = self.sock.recv_into(view[got:], n - got)
+            if not count:
+                raise EOFError("sandbox worker closed the connection")
+            got += count
+        return buf
+
+    def _frame(self, deadline: float | None) -> Any:
         pending = self._pending
         if not pending:  # the common case: one recv brings exactly one frame
             chunk = _recv_some(self.sock, 1 << 16, deadline)
@@ -136,14 +168,18 @@ def _decode(data: memoryview) -> Any:
         raise ProtocolError(f"malformed frame: {exc}") from None
 
 
-def _recv_some(sock: Any, limit: int, deadline: float | None) -> bytes:
-    """At least one byte (at most ``limit``), waiting until ``deadline`` at most."""
+def _wait_readable(sock: Any, deadline: float | None) -> None:
     while deadline is not None:
         wait = deadline - time.monotonic()
         if wait <= 0:
             raise TimeoutError("no reply from the sandbox worker in time")
         if select.select([sock], [], [], wait)[0]:
             break
+
+
+def _recv_some(sock: Any, limit: int, deadline: float | None) -> bytes:
+    """At least one byte (at most ``limit``), waiting until ``deadline`` at most."""
+    _wait_readable(sock, deadline)
     chunk = sock.recv(limit)
     if not chunk:
         raise EOFError("sandbox worker closed the connection")

@@ -21,7 +21,11 @@ expression is one of a small set whose effect is confined to the job's own test 
 Excluded, so that nothing can loop, allocate without bound or reach an object of the server:
 attribute access (but ``math.<f>``), ``* ** % << >>`` but on bounded literals (``[0] * 10**9``), comprehensions,
 lambdas, f-strings, loops, ``range``, ``exec``/``eval``/``getattr``/``open``/``__import__``
-and every other builtin not listed. Anything else is judged in a judge process, as before.
+and every other builtin not listed. Nor may test code hash anything but constants: ``set``,
+``frozenset`` and ``dict`` are called only on literals, and the elements of a set display and
+the keys of a dict display are literals (the program's ints ``n * (2**61 - 1)`` all have one
+hash: ``set(f(x))`` on them is one quadratic C call that no timer interrupts; a judge process
+is killed at its deadline wherever it is). Anything else is judged in a judge process, as before.
 """
 
 from __future__ import annotations
@@ -145,7 +149,9 @@ def _expr(node: Any) -> bool:
     if isinstance(node, ast.UnaryOp):
         return isinstance(node.op, _kinds().unary) and _expr(node.operand)
     if isinstance(node, ast.Dict):
-        return all(k is not None and _expr(k) for k in node.keys) and all(map(_expr, node.values))
+        return all(k is not None and _literal(k) for k in node.keys) and all(map(_expr, node.values))
+    if isinstance(node, ast.Set):
+        return all(map(_literal, node.elts))
     if isinstance(node, _kinds().simple):
         return all(_expr(child) for child in ast.iter_child_nodes(node))
     return False
@@ -193,6 +199,8 @@ def _call(node: Any) -> bool:
         return False
     if isinstance(func, ast.Name) and func.id in SAFE_BUILTINS:
         name = func.id
+        if name in _HASHING:
+            return not node.keywords and all(map(_literal, node.args))
         if name == "sorted":
             return len(node.args) == 1 and all(k.arg == "reverse" for k in node.keywords)
         if node.keywords:
@@ -206,6 +214,22 @@ def _call(node: Any) -> bool:
         if name == "type":  # type(name, bases, dict) makes a class
             return len(node.args) == 1
     return True
+
+
+_HASHING = frozenset({"set", "frozenset", "dict"})  # builtins that hash what they are given
+
+
+def _literal(node: Any) -> bool:
+    """Constant data: a constant, a display of constants (dict: constant keys and values), a signed number."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(map(_literal, node.elts))
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _literal(k) for k in node.keys) and all(map(_literal, node.values))
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and _literal(node.operand)
 
 
 def _is_other_builtin(name: str) -> bool:

@@ -9,15 +9,17 @@ exception (:func:`remote_exception`). Nothing here runs code of the program.
 
 from __future__ import annotations
 
-import collections
 import json
 import sys
 from typing import Any
 
 from .channel import ChannelAbuse, ChannelClosed
 from .harness import _PRISTINE_BUILTINS, BoundedText
-from .plaindata import NotPlainData, from_tree, to_tree
+from .plaindata import HashFlood, NotPlainData, from_tree, to_tree
 
+# Names of the standard library's modules: a global of the program by such a name is never an attribute
+# base for the tests (see Remote.__getattr__).
+STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
 MAX_CALL_CPU_S = 1e6  # a call's CPU time as the program reports it: finite, positive, below this
 MAX_NAME_CHARS = 200  # of an exception class re-created from the program's
 
@@ -38,53 +40,22 @@ class ProgramGone(BaseException):
 class Link:
     """The judge's end of the socket pair; counts the program's output and CPU per test.
 
-    ``pending``: the planned calls (..callplan) whose replies are on their way, as
-    ``(test index, global name, args, kwargs)``; the test running now is ``current``.
+    One request at a time: :meth:`ask` sends a request and receives its reply before anything else
+    is sent, so the program process never holds the arguments of a call that has not been made yet
+    (a later test's arguments can be an earlier test's expected value: ``f(1) == 2``, ``f(2) == 4``).
     """
 
     def __init__(self, channel: Any) -> None:
         self.channel = channel
         self.cpu = 0.0
-        self.pending: collections.deque[tuple[int, str, Any, Any]] = collections.deque()
-        self.current = -1
-        self.prefetch = True
 
-    def send(self, request: dict[str, Any]) -> None:
+    def ask(self, request: dict[str, Any]) -> Any:
+        """Send ``request`` and return its reply (see :meth:`receive`)."""
         try:
             self.channel.send(json.dumps(request, allow_nan=True).encode("utf-8", "surrogatepass"))
         except ChannelClosed as exc:
             raise ProgramGone(str(exc)) from None
-
-    def ask(self, request: dict[str, Any]) -> Any:
-        self.send(request)
-        return self.receive(iteration=request.get("op") == "next")
-
-    def planned(self, name: str, args: Any, kwargs: Any) -> bool:
-        """Whether the next planned call is this one (then its reply is the next to receive)."""
-        if not self.pending:
-            return False
-        test, planned_name, planned_args, planned_kwargs = self.pending[0]
-        if test == self.current and planned_name == name and planned_args == args and planned_kwargs == kwargs:
-            self.pending.popleft()
-            return True
-        self.abandon()
-        return False
-
-    def abandon(self) -> None:
-        """Not the planned call: receive (and drop) the rest of the batch; live calls from now on."""
-        self.prefetch = False
-        self.skip_until(None)
-
-    def skip_until(self, test: int | None) -> None:
-        """Drop the replies of planned calls (of tests before ``test``; None: all) not made."""
-        while self.pending and (test is None or self.pending[0][0] < test):
-            self.pending.popleft()
-            try:
-                self.receive()
-            except (ProgramGone, TimeoutError):
-                raise
-            except BaseException:  # noqa: BLE001 - the program's exception, for a call not made
-                pass
+        return self.receive(iteration=request["op"] == "next")
 
     def receive(self, iteration: bool = False) -> Any:
         """The next reply, rebuilt; whatever the program sent, this raises only ProgramGone (it
@@ -107,8 +78,6 @@ class Link:
         tick = getattr(channel, "tick", None)  # (.served: the fork server's deadline, while it decodes)
         if tick is not None:
             tick(True)
-        if "skip" in reply:
-            return None, None
         cpu = reply.get("c")
         if type(cpu) is float and 0 < cpu < MAX_CALL_CPU_S:
             self.cpu += cpu
@@ -119,11 +88,25 @@ class Link:
         if "x" in reply:
             raise remote_exception(reply["x"], iteration)
         try:
-            value = from_tree(reply.get("r"), self._deref, 0, tick)
+            value = self.rebuild(reply.get("r"))
             changed = reply.get("m")
             return value, changed
         except (NotPlainData, RecursionError) as exc:
             raise ResultNotPlainData(f"the program sent something that is not plain data: {exc}") from None
+
+    def rebuild(self, tree: Any, refs: bool = True) -> Any:
+        """A value of the program from its tree (``refs``: with references). In the fork server (whose
+        channel has ``tick``), keys that collide in ``hash()`` hand the run to a judge process,
+        where building them is held to the deadline (raises ProgramGone here)."""
+        tick = getattr(self.channel, "tick", None)
+        try:
+            return from_tree(tree, self._deref if refs else None, 0, tick)
+        except HashFlood as exc:
+            try:
+                self.channel.hand_off(str(exc))
+            except ChannelClosed as closed:
+                raise ProgramGone(str(closed)) from None
+            raise  # pragma: no cover - hand_off always raises
 
     def _deref(self, tag: str, data: Any) -> Any:
         if tag == "h" and type(data) is int:
@@ -164,18 +147,20 @@ class Remote:
         except NotPlainData as exc:
             raise TypeError(f"cannot pass this argument to the program: {exc}") from None
         link = self._sbx_link
-        ref = self._sbx_ref
-        if link.pending and "g" in ref and link.planned(ref["g"], request["a"], request["k"]):
-            value, changed = link.receive()
-        else:
-            value, changed = link.ask(request)
+        value, changed = link.ask(request)
         if type(changed) is list:
-            _apply_changes(args, kwargs, changed, self._sbx_link._deref)
+            _apply_changes(args, kwargs, changed, link.rebuild)
         return value
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if self._sbx_ref.get("g") in STDLIB_NAMES:
+            # A test that reads ``math.isclose`` (``json.loads``...) means the standard module, which it
+            # relied on the program to import: a ``math`` of the program's making would get the test's
+            # expected values (and decide the comparison). Calling such a global stays the program's.
+            raise AttributeError(f"{self.__name__!r} is the program's own, not the standard module: "
+                                 f"import the module in the test or its set-up to use {self.__name__}.{name}")
         return self._sbx_op("getattr", n=name)
 
     def __iter__(self) -> Any:
@@ -230,8 +215,9 @@ class _RemoteIterator:
         return self._remote._sbx_op("next")
 
 
-def _apply_changes(args: tuple[Any, ...], kwargs: dict[str, Any], changed: list[Any], deref: Any) -> None:
-    """Mirror the program's in-place changes of mutable arguments (``xs.sort()``) on ours."""
+def _apply_changes(args: tuple[Any, ...], kwargs: dict[str, Any], changed: list[Any], rebuild: Any) -> None:
+    """Mirror the program's in-place changes of mutable arguments (``xs.sort()``) on ours
+    (``rebuild``: :meth:`Link.rebuild`)."""
     for item in changed:
         if type(item) is not list or len(item) != 2:
             continue
@@ -243,8 +229,8 @@ def _apply_changes(args: tuple[Any, ...], kwargs: dict[str, Any], changed: list[
         else:
             continue
         try:
-            new = from_tree(tree, deref)
-        except NotPlainData:
+            new = rebuild(tree)
+        except (NotPlainData, RecursionError):
             continue
         if type(mine) is not type(new) or mine == new:
             continue

@@ -31,8 +31,7 @@ def child_main(command: dict[str, Any], fds: list[int]) -> NoReturn:  # pragma: 
         spec = ChildSpec(job_dir=command["job_dir"], env=None, stdin_fd=fds[0], stdout_fd=fds[1],
                          stderr_fd=fds[2], result_fd=fds[3], extra_fds=fds[4:], rlimits=command["rlimits"],
                          uid=command["uid"], gid=command["gid"], drop_capabilities=command["drop_caps"],
-                         parent_death_signal=command["pdeath"], pgid=command["pgid"],
-                         dumpable=role != "judge", seccomp=True)
+                         parent_death_signal=command["pdeath"], pgid=command["pgid"], seccomp=True)
         confine(spec)
         os.close(PAYLOAD_FD)
     except BaseException:  # noqa: BLE001

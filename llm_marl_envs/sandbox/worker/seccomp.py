@@ -21,7 +21,15 @@ forks, and irrevocable. It refuses (``EPERM``):
   processes open), ``io_setup`` (the machine-wide AIO request pool), and ``socket``/``socketpair``
   of any family but ``AF_UNIX``, ``AF_INET`` and ``AF_INET6`` (``AF_VSOCK``, ``AF_PACKET``,
   ``AF_NETLINK``, Bluetooth, ... are not all confined by the network namespace). Pseudo-terminals
-  are not a system call: the file-system view (:mod:`.fsview`) hides ``/dev/ptmx`` and ``/dev/pts``.
+  are not a system call: the file-system view (:mod:`.fsview`) hides ``/dev/ptmx`` and ``/dev/pts``;
+* locks (``ENOLCK``): ``flock`` and the ``fcntl`` lock commands (POSIX and open-file-description
+  locks, set or tested). The host's files a job can read are the host's own inodes (bind mounts,
+  ``/usr``, ``/dev/null``): a lock on one blocks host processes that lock it, and jobs of different
+  workers can pass bits to each other through them. ``F_NOTIFY`` (dnotify: which files of a host
+  directory anyone reads or writes) is refused as inotify is (``EPERM``);
+* knobs that outlive the process or reach beyond the job: ``prctl(PR_SET_DUMPABLE)`` (a job
+  process stays non-dumpable, see :mod:`.child`) and ``prctl(PR_SCHED_CORE)`` (a core-scheduling
+  cookie keeps other jobs off the sibling hyperthread).
 
 ``clone3`` gets ``ENOSYS`` (its flags live in memory a filter cannot read), so the C library
 falls back to ``clone``, whose flags are checked. Calls of another architecture's ABI (32-bit
@@ -63,6 +71,10 @@ _AARCH64 = {
     "inotify_init1": 26, "fanotify_init": 262, "io_setup": 0,
 }
 _TABLES = {"x86_64": (_X86_64, 56, 435), "aarch64": (_AARCH64, 220, 435)}  # (denied, clone, clone3)
+_LOCK_CALLS = {"x86_64": (73, 72, 157), "aarch64": (32, 25, 167)}  # flock, fcntl, prctl
+_LOCK_COMMANDS = (5, 6, 7, 36, 37, 38)  # F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW
+_F_NOTIFY = 1026
+_PRCTL_DENIED = (4, 62)  # PR_SET_DUMPABLE, PR_SCHED_CORE
 _SOCKET_CALLS = {"x86_64": (41, 53), "aarch64": (198, 199)}  # socket, socketpair
 _FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6: the only socket families allowed
 _CLONE_NEW = 0x7E020000  # NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
@@ -89,6 +101,11 @@ def build_filter(machine: str | None = None) -> bytes | None:
     for nr in sorted(set(denied.values())):
         prog += [_insn(_JEQ, nr, 0, 1), _insn(_RET, eperm)]
     prog += [_insn(_JEQ, clone3, 0, 1), _insn(_RET, enosys)]
+    flock, fcntl, prctl = _LOCK_CALLS[machine]
+    enolck = _ERRNO | errno.ENOLCK
+    prog += [_insn(_JEQ, flock, 0, 1), _insn(_RET, enolck)]
+    prog += _argument_block(fcntl, 1, [(cmd, enolck) for cmd in _LOCK_COMMANDS] + [(_F_NOTIFY, eperm)])
+    prog += _argument_block(prctl, 0, [(option, eperm) for option in _PRCTL_DENIED])
     # socket/socketpair: the family is the first argument; any other than _FAMILIES is refused.
     for nr in _SOCKET_CALLS[machine]:
         block = [_insn(_LD_W_ABS, 16)]
@@ -99,6 +116,16 @@ def build_filter(machine: str | None = None) -> bytes | None:
     prog += [_insn(_JEQ, clone, 0, 3), _insn(_LD_W_ABS, 16), _insn(_JSET, _CLONE_NEW, 0, 1), _insn(_RET, eperm),
              _insn(_RET, _ALLOW)]
     return b"".join(prog)
+
+
+def _argument_block(nr: int, arg: int, refused: list[tuple[int, int]]) -> list[bytes]:
+    """For system call ``nr``: return each ``refused`` (value, action) whose value the low 32 bits
+    of argument ``arg`` equal; allow the call otherwise. (Other calls jump over the block.)"""
+    n = len(refused)
+    block = [_insn(_LD_W_ABS, 16 + 8 * arg)]
+    block += [_insn(_JEQ, value, n, 0) for value, _ in refused]  # to its RET, n instructions ahead
+    block += [_insn(_RET, _ALLOW)] + [_insn(_RET, action) for _, action in refused]
+    return [_insn(_JEQ, nr, 0, len(block))] + block
 
 
 class PreparedFilter:

@@ -148,11 +148,24 @@ class WatchedChannel(Channel):
         process of its own that its deadline kills wherever it is."""
         size = int.from_bytes(self._exactly(4), "big")
         if size > self.MAX_MESSAGE_BYTES:
-            watch = self.watch
-            watch.result.handoff = True
-            watch.supervisor._kill(watch.pid, None, "")
-            raise ChannelClosed(f"a message of {size} bytes: judged in a judge process")
+            self.hand_off(f"a message of {size} bytes")
         return self._exactly(size)
+
+    def send(self, data: bytes) -> None:
+        """Send a request, then wait for its reply to arrive (the judge sends nothing else before
+        it: .remote.Link): the program process rarely runs before this process sleeps, so a read
+        right away would find nothing and cost a failed read and its exception."""
+        super().send(data)
+        if not self.buffer:
+            self.watch.wait(self.fd, select.POLLIN)
+
+    def hand_off(self, why: str) -> None:
+        """Give the run up (``handoff``): the tests left re-run in a judge process, a process of its
+        own that its deadline kills wherever it is. Raises ChannelClosed."""
+        watch = self.watch
+        watch.result.handoff = True
+        watch.supervisor._kill(watch.pid, None, "")
+        raise ChannelClosed(f"{why}: judged in a judge process")
 
     def tick(self, now: bool = False) -> None:
         self.countdown -= 1
@@ -187,7 +200,7 @@ def run_served(supervisor: Any, spec: Any, setup_code: Any) -> RunResult:
     watch = _Watch(supervisor, spec, pid, records, out_r, err_r)
     job = spec.job
     payload = {"nonce": "", "setup": job.get("setup") or "", "tests": job["tests"], "compiled": job.get("compiled"),
-               "plans": job.get("plans"), "limits": job["limits"], "indices": spec.indices}
+               "limits": job["limits"], "indices": spec.indices}
 
     def finish() -> NoReturn:
         records.emit(P.REC_END, -1, True, {})
@@ -292,21 +305,19 @@ class _ServerBounds:
 
 
 def _end(supervisor: Any, pid: int, result: RunResult) -> None:
-    """After the judge: a judged run's program process is killed (and reaped after the reply);
-    otherwise its exit (or our kill) explains the run."""
+    """After the judge: the program process is killed and reaped (and with it whatever it started:
+    see .supervisor), before the reply; unless it was judged, its exit (or our kill) explains the run."""
     if result.active == "done" and result.killed is None:
-        supervisor._kill(pid, None, "")
-        supervisor._unreaped.append(pid)
+        supervisor.end(pid)
+        supervisor.sweep(pid)
         return
+    done, status, usage = False, None, None
     if result.killed is None:  # the judge stopped on its own: the program process died (or is dying)
         done, status, usage = reap_within(pid)
-        if not done:
-            supervisor._kill(pid, None, "")
-            _, status, usage = os.wait4(pid, 0)
-    else:
-        _, status, usage = os.wait4(pid, 0)
+    if not done:
+        status, usage = supervisor.end(pid)
+    supervisor.sweep(pid)
     result.status = status
     if usage is not None:
         result.cpu_time_s, result.max_rss_kb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
         result.helper_usage = True
-    supervisor.kill_leftovers(pid)

@@ -2,19 +2,28 @@
 
 The fork server (trusted) reads the child's stdout and stderr as they come (to enforce the
 output caps), enforces the wall-clock deadline of whatever the child is doing (loading the
-program, test *i*, ...), and on exit or time-out kills the child's process group and then
-every other process left over (as PID 1 of the worker's PID namespace it kills all of them
-with ``kill(-1)``; without a PID namespace it is a child subreaper and kills the orphans
-reparented to it), so a daemonised or ``setsid`` grandchild cannot outlive its job.
+program, test *i*, ...), and on exit or time-out kills the child.
+
+**Nothing a job starts outlives it.** When the worker has a PID namespace of its own, every job
+process is the init of a PID namespace of its own (the zygote clones it with ``CLONE_NEWPID``):
+whatever it starts, at any depth, in any process group or session, re-exec'ing any binary, lives
+in that namespace and cannot leave it (``setns``, ``unshare`` and ``CLONE_NEW*`` are refused by
+seccomp; ``CLONE_PARENT`` is refused to an init). When the init dies, the kernel kills every
+process of its namespace at once, and the init is reaped only once they are all gone: so one
+``SIGKILL`` and one ``wait4`` (:meth:`Supervisor.end`) end a job process and everything it made,
+with no polling loop, and the fork server does it before it replies. (The price: a job process,
+as an init, does not receive the signals it sends itself with their default action, e.g.
+``kill(0, SIGKILL)``.) Without a PID namespace, the fork server is a child subreaper and kills
+the processes reparented to it in rounds (:meth:`Supervisor.kill_leftovers`); a job that keeps
+re-creating processes can outlast that, and the worker is then replaced.
 
 The result pipe is read lazily: each record carries the child's monotonic time, so the
 deadline of the current phase is known from the last record read, and the pipe only needs
 to be drained when the child is done or when that deadline falls due. A job whose tests are
 fast thus wakes the fork server once, when the child has exited (see :meth:`Supervisor._watch`):
 while the child lives, every page the fork server writes is copied, so it does its work
-(parsing the records, the reply, the clean-up) after the child's address space is gone. It
-then kills whatever the job left behind, before the reply; the job's files are deleted
-after it. (Without pidfds, Linux < 5.3, "done" is the hang-up of the result pipe, which the
+(parsing the records, the reply, the clean-up) after the child's address space is gone.
+(Without pidfds, Linux < 5.3, "done" is the hang-up of the result pipe, which the
 harness closes right after its final record: the fork server replies while the child exits,
 and reaps it in :meth:`Supervisor.finish`, before the next run.)
 """
@@ -87,21 +96,37 @@ class Supervisor:
 
     def __init__(self, *, is_pid1: bool, zygote: Any, judge_uid: int | None = None) -> None:
         self.is_pid1 = is_pid1
+        # A PID namespace per job process, nested in the worker's (see the module docstring).
+        self.pid_ns_per_job = is_pid1
+        self.tainted = False  # (no PID namespaces) a job left processes that could not be killed
         self.judge_uid = judge_uid  # the judge's uid (another than the program's: no signals, no ptrace)
         self.zygote = zygote  # forks the job processes (see .zygote)
         self._unreaped: list[int] = []  # job processes that reported everything but may still run
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)  # the stdin of most runs
 
     def finish(self) -> None:
-        """Kill and reap what the last run left (its process, daemons, ...). Idempotent."""
+        """(Linux < 5.3) Kill and reap what the last run left. Idempotent."""
         while self._unreaped:
             pid = self._unreaped.pop()
-            self._kill(pid, None, "")
-            try:
-                os.wait4(pid, 0)
-            except ChildProcessError:
-                pass
-            self.kill_leftovers(pid)
+            self.end(pid)
+            self.sweep(pid)
+
+    def end(self, pid: int) -> tuple[int | None, Any]:
+        """Kill job process ``pid`` and reap it (with a PID namespace per job: and everything it
+        started); its (wait status, rusage)."""
+        self._kill(pid, None, "")
+        try:
+            _, status, usage = os.wait4(pid, 0)
+        except ChildProcessError:  # pragma: no cover - reaped already
+            status, usage = None, None
+        return status, usage
+
+    def sweep(self, pid: int) -> None:
+        """Once a run's processes (``pid``: the main one) are reaped: nothing of it is left. With a
+        PID namespace per job there is nothing to do (the kernel emptied each namespace before its
+        init could be reaped); without, leftovers are killed in rounds (:meth:`kill_leftovers`)."""
+        if not self.pid_ns_per_job and not self.kill_leftovers(pid):
+            self.tainted = True
 
     def run(self, spec: RunSpec) -> RunResult:
         self.finish()
@@ -125,7 +150,7 @@ class Supervisor:
                 judge_fd, program_fd = judge_end.detach(), program_end.detach()
                 mine += [judge_fd, program_fd]
                 judge_payload = payload_memfd({"nonce": nonce, "setup": spec.job.get("setup") or "",
-                                        "tests": spec.job["tests"], "compiled": spec.job.get("compiled"), "plans": spec.job.get("plans"),
+                                        "tests": spec.job["tests"], "compiled": spec.job.get("compiled"),
                                         "limits": spec.job["limits"], "indices": spec.indices})
                 program_payload = payload_memfd({"program": spec.job["program"], "limits": spec.job["limits"]})
                 mine += [judge_payload, program_payload]
@@ -154,7 +179,7 @@ class Supervisor:
         uid = self.judge_uid if role == "judge" and self.judge_uid is not None and c.uid is not None else c.uid
         return {"role": role, "job_dir": c.job_dir, "rlimits": c.rlimits, "uid": uid, "gid": c.gid,
                 "drop_caps": c.drop_capabilities, "pdeath": c.parent_death_signal, "pgid": 0,
-                "new_ipc": False}  # (IPC objects are refused by the seccomp filter: see .seccomp)
+                "new_ipc": False, "new_pid": self.pid_ns_per_job}  # (IPC objects are refused by the seccomp filter: see .seccomp)
 
     def _end_helper(self, pid: int, result: RunResult, judged: bool) -> None:
         """After the judge: end the program process; if it died first, its exit explains the run."""
@@ -168,11 +193,9 @@ class Supervisor:
                     result.max_rss_kb = usage.ru_maxrss
                     result.helper_usage = True
                 return
-        self._kill(pid, None, "")
-        if judged:
-            self._unreaped.append(pid)  # reaped after the reply
+        _, usage = self.end(pid)  # (judged: killed and reaped before the reply all the same)
+        if judged or usage is None:
             return
-        _, _, usage = os.wait4(pid, 0)
         result.cpu_time_s, result.max_rss_kb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
         result.helper_usage = True
 
@@ -239,13 +262,13 @@ class Supervisor:
                 judged = result.active == "done" and result.killed is None
                 self._end_helper(helper, result, judged=judged)
             if finished and not exited:
-                self._unreaped.append(pid)  # reaped by finish(), after the reply
+                self._unreaped.append(pid)  # (Linux < 5.3) reaped by finish(), after the reply
             else:
                 if not exited:
-                    self._kill(pid, result, result.killed or "timeout")
-                    _, result.status, rusage = os.wait4(pid, 0)
-                if not judged:  # (judged: the program process is killed, and the rest, by finish())
-                    self.kill_leftovers(pid)
+                    if result.killed is None:
+                        result.killed = "timeout"
+                    result.status, rusage = self.end(pid)
+                self.sweep(pid)
         # The pipes hold all the job wrote before its final record (and, if it is dead, all
         # there will ever be). Output written later, by a leftover process, does not count.
         for fd, buf in outputs.items():
@@ -275,15 +298,15 @@ class Supervisor:
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def kill_leftovers(self, pid: int) -> None:
-        """Kill and reap every process the job left behind (daemons, setsid grandchildren).
+    def kill_leftovers(self, pid: int) -> bool:
+        """(No PID namespace per job) Kill and reap every process the job left behind; False if
+        some are still there after 5 s of trying (the worker is then replaced, see JobRunner.cleanup).
 
-        A process whose parent dies is re-parented to this one (PID 1 of the worker's
-        namespace, or child subreaper), so once this process's only child is the zygote,
-        nothing of the job is left.
+        A process whose parent dies is re-parented to this one (child subreaper), so once this
+        process's only child is the zygote, nothing of the job is left.
         """
         if not self._leftovers():
-            return
+            return True
         try:
             REAL.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -292,13 +315,14 @@ class Supervisor:
         while time.monotonic() < give_up:
             left = self._leftovers()
             if not left:
-                return
+                return True
             for child in left:
                 try:
                     REAL.kill(child, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             time.sleep(0.001)
+        return not self._leftovers()
 
     def _leftovers(self) -> list[int]:
         """Reap the children that exited; the others, but the zygote."""

@@ -5,8 +5,8 @@ specialisation) and fills its caches as code runs. Done in every job process, ea
 copies a page (copy-on-write) and the rewriting costs CPU; done here, once, every process the
 zygote forks inherits warm code. This runs the real judge (:func:`.judge.judge`) against the
 real program side (:class:`.program.Responder`) in this process, connected by a loopback
-instead of a socket pair, on a small job with planned and live calls, a failing test and an
-exception; records go nowhere. It leaves no trace: the standard streams, ``sys.modules`` and
+instead of a socket pair, on a small job with calls, a failing test and an exception, with the
+tests compiled in the job and as the caller sends them; records go nowhere. It leaves no trace: the standard streams, ``sys.modules`` and
 ``linecache`` are restored.
 """
 
@@ -29,9 +29,6 @@ _PROGRAM = ("def f(x):\n    return x\n"
 _TESTS = ["assert candidate(1) == 1", "assert candidate(2) == 2", "assert g(3) == [3, (3, 'a'), {3: 1.5}]",
           "assert g(-1) == 1", "x = [candidate(i) for i in range(3)]\nassert x == [0, 1, 2] and LIMIT == 3",
           "print('out')\nassert candidate(1) == 2, 'no'"]
-_PLAN = {"names": [], "stores": []}
-_PLANS = [{**_PLAN, "calls": [["candidate", [1], {"d": []}]]}, {**_PLAN, "calls": [["candidate", [2], {"d": []}]]},
-          {**_PLAN, "calls": [["g", [3], {"d": []}]]}, {**_PLAN, "calls": [["g", [-1], {"d": []}]]}, None, None]
 
 
 class _Done(Exception):
@@ -48,7 +45,7 @@ class _Loopback:
     def send(self, data: bytes) -> None:
         streams = sys.stdout, sys.stderr
         try:
-            self.queue += [t.encode() for t in self.responder.handle(json.loads(data))]
+            self.queue.append(self.responder.respond(json.loads(data)).encode())
         finally:
             sys.stdout, sys.stderr = streams
 
@@ -75,8 +72,7 @@ def warm_up(rounds: int = 8) -> None:
             loaded = json.dumps({"ok": {"wall_time_s": 0.0, "cpu_time_s": 0.0}, "names": _names(namespace)})
             channel = _Loopback(responder, [b'"up"', loaded.encode()])
             payload = {"nonce": "warm-up", "setup": "candidate = f\n", "tests": tests, "limits": limits,
-                       "indices": list(range(len(tests))), "compiled": compiled if round_ % 2 else None,
-                       "plans": _PLANS if round_ % 2 else None}
+                       "indices": list(range(len(tests))), "compiled": compiled if round_ % 2 else None}
 
             def stop(_code: int = 0) -> NoReturn:
                 raise _Done

@@ -11,8 +11,10 @@ kills it as before). The child then confines itself (:mod:`.child`) and reads wh
 run from a descriptor (a memfd the server wrote): the program process only its program, the
 judge the set-up and tests.
 
-A command may ask for a fresh IPC namespace (``new_ipc``); jobs do not use it by default
-(their seccomp filter refuses every IPC object instead, see .seccomp).
+A command may ask for the new process to be the init of a PID namespace of its own
+(``new_pid``: every job process, when the worker has a PID namespace; see .supervisor: all it
+starts dies with it), or for a fresh IPC namespace (``new_ipc``; jobs do not use it: their
+seccomp filter refuses every IPC object instead, see .seccomp).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .guard import REAL
 
 _SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
 _CLONE_PARENT = 0x00008000
+_CLONE_NEWPID = 0x20000000
 _SIGCHLD = 17
 MAX_FDS = 32  # descriptors in one spawn command (all its processes together)
 INFRA_EXIT_CODE = 121
@@ -38,11 +41,13 @@ class ZygoteGone(OSError):
     """The zygote died or broke the protocol: the worker cannot fork jobs any more."""
 
 
-def clone_parent() -> int:
-    """``fork()``, except that the child's parent is this process's parent (``CLONE_PARENT``)."""
+def clone_parent(new_pid_namespace: bool = False) -> int:
+    """``fork()``, except that the child's parent is this process's parent (``CLONE_PARENT``);
+    ``new_pid_namespace``: the child is the init of a new PID namespace (``CLONE_NEWPID``)."""
     api = ctypes.pythonapi
     api.PyOS_BeforeFork()
-    pid = _PYLIBC.syscall(_SYS_CLONE, _CLONE_PARENT | _SIGCHLD, 0, 0, 0, 0)
+    flags = _CLONE_PARENT | _SIGCHLD | (_CLONE_NEWPID if new_pid_namespace else 0)
+    pid = _PYLIBC.syscall(_SYS_CLONE, flags, 0, 0, 0, 0)
     if pid == 0:
         api.PyOS_AfterFork_Child()
         return 0
@@ -117,7 +122,7 @@ def _zygote_loop(sock: Any, child_main: Any) -> None:  # pragma: no cover - in t
             try:
                 if command.get("new_ipc"):
                     linux.unshare(linux.CLONE_NEWIPC)
-                pid = clone_parent()
+                pid = clone_parent(bool(command.get("new_pid")))
             except OSError as exc:
                 pid = -(exc.errno or 1)
             if pid == 0:

@@ -11,7 +11,8 @@ from .conftest import CALLER_CWD, CALLER_SIGNALS, CANARY, A, litter, outcome
 
 
 def test_zz_nothing_left_behind_and_the_caller_unharmed(sandbox, private_tmp_before):
-    assert job_processes(sandbox) == []  # (waits until the last job is cleaned up)
+    assert job_processes(sandbox) == []
+    assert sandbox.wait_idle()  # (the last job's files are deleted right after its reply)
     for pid, entries in private_tmp_before.items():
         assert sorted(os.listdir(f"/proc/{pid}/root/tmp")) == entries
         assert os.listdir(f"/proc/{pid}/root/dev/shm") == []

@@ -6,7 +6,7 @@ they must not (their own tests, earlier jobs), or to keep resources beyond their
 Each attack test of this package failed on the sandbox before the trusted comparison (the tests are
 judged in a process the program cannot reach) and the per-job isolation were added: every
 hostile program below got full marks, or found what it looked for, or kept what it made.
-The semantics tests (honest programs, planned calls) pass on both.
+The semantics tests (honest programs) pass on both.
 """
 
 from __future__ import annotations
@@ -17,27 +17,24 @@ from llm_marl_envs.sandbox import Sandbox
 
 from ..conftest import small_config
 
-# Reads every readable mapping of the job's own memory and returns what matches a pattern.
+# Reads every readable anonymous mapping of the job's own memory (heap, stack, anonymous: where any
+# data of a job lives) and returns what matches a pattern. Through ctypes, in its own address space:
+# a job process is not dumpable, so even its own /proc/self/mem is closed to it.
 MEMSCAN = '''
 def _scan(pattern):
-    import re
+    import ctypes, re
     rx = re.compile(pattern)
     found = []
     with open('/proc/self/maps') as maps:
         regions = [line.split() for line in maps]
-    with open('/proc/self/mem', 'rb', 0) as mem:
-        for r in regions:
-            if 'r' not in r[1] or (len(r) > 5 and r[5] in ('[vvar]', '[vsyscall]', '[vvar_vclock]')):
-                continue
-            a, b = (int(x, 16) for x in r[0].split('-'))
-            if b - a > (256 << 20):
-                continue
-            try:
-                mem.seek(a)
-                data = mem.read(b - a)
-            except (OSError, OverflowError, ValueError):
-                continue
-            found += rx.findall(data)
+    for r in regions:
+        name = r[5] if len(r) > 5 else ''
+        if 'r' not in r[1] or name not in ('', '[heap]', '[stack]'):
+            continue
+        a, b = (int(x, 16) for x in r[0].split('-'))
+        if b - a > (256 << 20):
+            continue
+        found += rx.findall(ctypes.string_at(a, b - a))
     return sorted(set(found))
 '''
 

@@ -17,7 +17,7 @@ from .conftest import passed
 A = AssertTest
 
 # The program side, spoken by the program itself: ``_send`` frames a message, ``_serve`` answers
-# every request with ``reply(request)`` (a batch of planned calls: one reply per call).
+# every request with ``reply(request)``.
 SPEAK = '''
 import os, json, sys
 def _send(data):
@@ -38,13 +38,7 @@ def _recv():
 def _serve(reply, names):
     _send(json.dumps({"ok": {}, "names": names}))
     while True:
-        request = _recv()
-        if request.get("op") == "batch":
-            for group in request["groups"]:
-                for _call in group:
-                    _send(reply({"op": "call", "t": {"g": _call[0]}, "a": _call[1], "k": _call[2]}))
-        else:
-            _send(reply(request))
+        _send(reply(_recv()))
 '''
 
 
@@ -156,7 +150,7 @@ def test_a_non_finite_timing_does_not_void_the_job(sandbox):
     assert all(0 <= t.cpu_time_s < 1e6 for t in res.tests)
 
 
-def test_the_channel_closed_in_the_middle_of_a_plan_fails_the_tests(sandbox):
+def test_the_channel_closed_in_the_middle_of_a_test_fails_the_tests(sandbox):
     program = SPEAK + '''
 _send(json.dumps({"ok": {}, "names": {"f": ["c"]}}))
 request = _recv()
@@ -169,10 +163,10 @@ os._exit(0)
     assert sandbox.run("def f(x):\n    return x\n", [A("assert f(2) == 2")]).all_passed
 
 
-def test_the_channel_closed_before_a_plan_is_sent_fails_the_tests(sandbox):
-    """The program answers one call and closes its end: the judge's next message (the batch of a
-    call plan, sent between two tests) fails. On main that ended the fork server (an infra error
-    after the retry); it must fail the test that was starting."""
+def test_the_channel_closed_before_the_next_call_fails_the_tests(sandbox):
+    """The program answers one call and closes its end: the judge's next message (the next test's
+    call) fails. On main at 2c0baee that ended the fork server (an infra error after the retry); it
+    must fail the test that was starting."""
     program = SPEAK + '''
 import time
 _send(json.dumps({"ok": {}, "names": {"f": ["c"]}}))
@@ -183,7 +177,7 @@ time.sleep(3)
 '''
     tests = [A("a = 1\nassert f(a) == 2"), A("assert f(2) == 2"), A("assert f(3) == 2")]
     honest = "def f(x):\n    return 2\n"
-    assert sandbox.run(honest, tests).all_passed  # (from a test set's second use, the caller sends call plans)
+    assert sandbox.run(honest, tests).all_passed  # (from a test set's second use, the caller sends it compiled)
     _all_failed_and_ok(sandbox.run(program, tests), 3)
     assert sandbox.run(honest, tests).all_passed
 

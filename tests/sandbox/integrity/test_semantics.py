@@ -1,5 +1,5 @@
-"""Honest programs keep their exact semantics, with live calls and with planned calls
-(compiled tests), and only plain data crosses from the program to the judge.
+"""Honest programs keep their exact semantics, with the tests compiled in the job or sent compiled
+by the caller, and only plain data crosses from the program to the judge.
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ def test_humaneval_style_check_keeps_working(sandbox):
     assert passed(sandbox.run(bad, tests, setup=setup)) == [False, True, True]
 
 
-# -- planned calls (second use of a test set: compiled tests with call plans) ---------------------
+# -- a test set's later uses (compiled by the caller) ----------------------------------------------
 
-def test_planned_calls_keep_the_semantics(one_worker):
+def test_a_stateful_program_keeps_its_semantics_from_use_to_use(one_worker):
     program = ("calls = []\n"
                "def counted(x):\n    calls.append(x)\n    return len(calls)\n"
                "def div(a, b):\n    return a / b\n"
@@ -84,14 +84,14 @@ def test_planned_calls_keep_the_semantics(one_worker):
              AssertTest("assert pair(3) == [3, [3]]"), AssertTest("assert counted(1) == 4")]
     expected = [True, True, False, True, True, False, True]
     hits = one_worker.test_code_hits
-    for _ in range(3):  # first use: live calls; then compiled tests with plans
+    for _ in range(3):  # first use: compiled in the job; then compiled by the caller
         res = one_worker.run(program, tests, setup=setup)
         assert passed(res) == expected, [(t.name, t.error_type, t.error_message) for t in res.tests]
         assert res.tests[2].error_type == "ZeroDivisionError"
     assert one_worker.test_code_hits == hits + 2
 
 
-def test_planned_calls_cannot_be_answered_out_of_order(one_worker):
+def test_answers_in_another_order_do_not_pass(one_worker):
     # A program that answers with the expected values in whatever order still only gives
     # values: the judge compares each with its own expectation.
     program = "answers = iter([2, 1])\ndef f(x):\n    return next(answers)\n"
