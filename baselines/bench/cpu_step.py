@@ -40,11 +40,16 @@ import torch
 
 from baselines.advantages import compute_advantages
 from baselines.config import load_config
+from baselines.generation.team_decoder import TeamDecoder
 from baselines.trainer import Trainer
 
 
 class ForwardClock:
-    """Sums the wall time of a model's forward passes by phase and kind (prefill / decode)."""
+    """Sums the wall time of a model's forward passes by phase and kind (prefill / decode).
+
+    The team decoder of the fast path (:mod:`baselines.generation.team_decoder`) runs the layers without
+    the model's forward, so its ``prefill`` and ``step`` are timed too, for as long as the clock runs
+    (:meth:`remove` puts them back)."""
 
     def __init__(self, models: list[torch.nn.Module]) -> None:
         self.phase = "idle"
@@ -55,6 +60,20 @@ class ForwardClock:
         for m in models:
             self._handles.append(m.register_forward_pre_hook(self._pre, with_kwargs=True))
             self._handles.append(m.register_forward_hook(self._post, with_kwargs=True))
+        self._originals = {name: getattr(TeamDecoder, name) for name in ("prefill", "step")}
+        for name, kind in (("prefill", "prefill"), ("step", "decode")):
+            setattr(TeamDecoder, name, self._timed(kind, self._originals[name]))
+
+    def _timed(self, kind: str, method):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.seconds[f"{self.phase}/{kind}"] += time.perf_counter() - start
+                self.calls[f"{self.phase}/{kind}"] += 1
+
+        return timed
 
     def _pre(self, module, args, kwargs) -> None:
         self._start.append(time.perf_counter())
@@ -69,6 +88,8 @@ class ForwardClock:
     def remove(self) -> None:
         for h in self._handles:
             h.remove()
+        for name, method in self._originals.items():
+            setattr(TeamDecoder, name, method)
 
 
 def inner_models(trainer: Trainer) -> list[torch.nn.Module]:

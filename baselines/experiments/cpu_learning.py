@@ -12,7 +12,9 @@ holding its ``results.json`` files (``baselines.experiments.heldout_training``, 
 or several). Every seed becomes one record of ``cpu_learning.json`` (config, scheme, seed, held-out
 before / after, their change, steps, median seconds per step, the training's wall time, and the mean
 1-minute load average of the machine while the seed ran when a ``load.txt`` -- lines of
-``/proc/loadavg`` -- lies beside the ``results.json``). Printed: one markdown row per cell, with
+``/proc/loadavg`` -- lies beside the ``results.json``; a seed still training or stopped before its
+after-evaluation is a ``"partial": true`` record with its before only, named in the row and left out
+of its figures, so the GPU script can collect while its runs train). Printed: one markdown row per cell, with
 the paired change (after - before per seed) ± its standard deviation over seeds and the verdict of
 :func:`baselines.experiments.gpu_learning.verdict` (learned only where the change exceeds two
 standard deviations).
@@ -64,6 +66,10 @@ def cell_records(config: str, scheme: str, folders: list[str]) -> list[dict[str,
                 loads[int(r["seed"])] = mean_load(path.parent)
     out = []
     for r in seeds_of(folders):
+        if "after" not in r:  # still training, or stopped before its after-evaluation: listed, not counted
+            out.append({"config": config, "scheme": scheme, "seed": r["seed"], "before": r["before"]["mean_return"],
+                        "steps": r.get("steps"), "partial": True})
+            continue
         before, after = r["before"]["mean_return"], r["after"]["mean_return"]
         out.append({"config": config, "scheme": scheme, "seed": r["seed"], "before": before, "after": after,
                     "change": after - before, "steps": r["steps"], "seconds_per_step": r["step_s"],
@@ -75,8 +81,12 @@ def cell_records(config: str, scheme: str, folders: list[str]) -> list[dict[str,
 
 def table_row(config: str, scheme: str, records: list[dict[str, Any]]) -> str:
     """The markdown row of one cell: seeds, before -> after, change ± std, verdict, step time, load."""
+    partial = [r for r in records if r.get("partial")]
+    records = [r for r in records if not r.get("partial")]
     v = verdict([{"before": {"mean_return": r["before"]}, "after": {"mean_return": r["after"]},
                   "steps": r["steps"]} for r in records])
+    if partial:
+        config = f"{config} ({len(partial)} partial)"
     if not v["seeds"]:
         return f"| {config} | {scheme} | 0 | - | - | - | - | - | - |"
     per_seed = ", ".join(f"{r['before']:.3f} → {r['after']:.3f}" for r in records)

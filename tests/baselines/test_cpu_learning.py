@@ -40,6 +40,15 @@ def test_cells_give_records_rows_and_the_two_std_verdict(tmp_path, capsys):
     assert "| no |" in rows[1]  # +0.117 ± 0.176: inside two standard deviations
 
 
+def test_a_seed_without_its_after_evaluation_is_listed_and_left_out_of_the_figures(tmp_path, capsys):
+    still_training = {"seed": 2, "before": {"mean_return": 0.1}, "steps": 3, "partial": True}
+    cell = _cell(tmp_path, "a", [_seed(0, 0.2, 0.9), _seed(1, 0.25, 0.95), still_training])
+    records = cpu_learning.main(["--cell", "a", "at_grpo", cell])
+    assert records[2] == {"config": "a", "scheme": "at_grpo", "seed": 2, "before": 0.1, "steps": 3, "partial": True}
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| a"))
+    assert row.startswith("| a (1 partial) | at_grpo | 2 (5/5 steps) |") and "0.225 → 0.925" in row
+
+
 def test_curves_draw_every_agent(tmp_path):
     run = tmp_path / "run"
     run.mkdir()

@@ -15,13 +15,17 @@
 # Knobs (env): BUDGET seconds for the whole script (450), TURNS of helper/main (2), SEEDS ("0 1 2"), STEPS cap
 # (60; the deadline usually stops training first), EVAL problems (33), RANDOM_WEIGHTS=1 (speed check on random
 # weights), SHAPE_DIR (config + tokenizer folder used when the preset fails), PROFILE=0 (skip the profile),
-# TINY_SEEDS (the CPU try-out's seeds, "0": one process per scheme on a 2-core machine).
+# TINY_SEEDS (the CPU try-out's seeds, "0": one process per scheme on a 2-core machine), LEARN (helper_main: (iii) as
+# above; short: (iii) trains the four short-answer configs of docs/training.md "A real model learns on the CPU" --
+# the signal code game and Plan-Path, GRPO and AT-GRPO -- at GPU size, SHORT_TASKS tasks per step (64), and (iv)
+# writes gpu_learning_short.json in cpu_learning.json's records, so the CPU and GPU rows read as one table).
 set -u
 OUT=${OUT:?set OUT to the folder that comes back}
 PY=${PYTHON:-python3}
 BUDGET=${BUDGET:-450}
 TURNS=${TURNS:-2}
 SEEDS=${SEEDS:-0 1 2}
+LEARN=${LEARN:-helper_main}
 WORK=${WORK:-$(mktemp -d)}
 mkdir -p "$OUT" "$WORK"
 exec > >(tee -a "$OUT/log.txt") 2>&1
@@ -40,6 +44,7 @@ if [ "${TINY:-0}" = 1 ]; then   # the CPU try-out: tiny model, a few rows and to
   PROFILE_ARGS=(--tasks 2 --group 2 --steps 4 --repeats 1)
   TRAIN=(device=cpu model.path=null rollout.tasks_per_step=1 rollout.group_size=2 generation.max_new_tokens=8
          optim.micro_batch_rows=2 steps=${STEPS:-3})
+  SHORT=(device=cpu rollout.tasks_per_step=2 steps=${STEPS:-2}); SHORT_EVAL=${EVAL:-8}
   EVAL=${EVAL:-2}; SPEED_T=150; PROFILE_T=60; LEARN_MIN=90; SEEDS=${TINY_SEEDS:-0}  # 2 processes on 2 cores
 else
   DEV=(--device cuda --dtype bf16); MODEL=(--model smollm2-135m-instruct)
@@ -48,6 +53,7 @@ else
   PROFILE_ARGS=(--tasks 16 --group 8 --steps 32 --repeats 1)
   TRAIN=(device=cuda model.dtype=bf16 rollout.tasks_per_step=8 rollout.group_size=8 optim.micro_batch_rows=16
          generation.max_new_tokens=192 steps=${STEPS:-60})
+  SHORT=(device=cuda model.dtype=bf16 rollout.tasks_per_step=${SHORT_TASKS:-64}); SHORT_EVAL=${EVAL:-512}
   EVAL=${EVAL:-33}; SPEED_T=170; PROFILE_T=45; LEARN_MIN=150
   nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader || true
   SHAPE=(--model smollm2-135m-instruct --random-weights)
@@ -58,6 +64,7 @@ else
   fi
 fi
 TRAIN+=(log.progress=false "env.kwargs={dataset: humaneval, max_turns: $TURNS, split: train}")
+SHORT+=(log.progress=false log.kl_to_start=true)
 echo "== plan: budget ${BUDGET} s (deadline $(date -d @$DEADLINE +%T)); speed <= ${SPEED_T} s, profile <= ${PROFILE_T} s, learning >= ${LEARN_MIN} s"
 
 echo "== (i) speed check, $(left) s left"
@@ -68,7 +75,7 @@ timeout "$(cap $SPEED_T $LEARN_MIN)" $PY -m baselines.bench.gpu_generation "${MO
 if ! $PY -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r.get('fidelity',{}).get('sampling_faithful') else 1)" \
      "$OUT/gpu_generation.json" 2>/dev/null; then
   echo "fast path not checked or not faithful: the learning runs use generation.decode=generate"
-  TRAIN+=(generation.decode=generate)
+  TRAIN+=(generation.decode=generate); SHORT+=(generation.decode=generate)
 fi
 if [ "${PROFILE:-1}" = 1 ] && [ "$(left)" -gt $(( LEARN_MIN + 20 )) ]; then
   echo "== (ii) profile per decode step, $(left) s left"
@@ -81,20 +88,33 @@ fi
 # every learning process ends by the deadline less 30 s (collection); heldout_training stops training when the
 # time left no longer holds one more step plus its after-evaluation
 run_end=$(( DEADLINE - 30 ))
-echo "== (iii) learning until $(date -d @$run_end +%T) ($(( run_end - $(date +%s) )) s), $TURNS turn(s), seeds $SEEDS"
+if [ "$LEARN" = short ]; then  # config:scheme of each cell; the configs' own steps
+  CELLS="signal_code_smollm2:grpo signal_code_at_grpo_smollm2:at_grpo plan_path_smollm2:grpo plan_path_at_grpo_smollm2:at_grpo"
+  LTRAIN=("${SHORT[@]}"); LEVAL=$SHORT_EVAL
+else
+  CELLS="helper_main_grpo_smollm2:grpo helper_main_magrpo_smollm2:magrpo"; LTRAIN=("${TRAIN[@]}"); LEVAL=$EVAL
+fi
+echo "== (iii) learning ($LEARN) until $(date -d @$run_end +%T) ($(( run_end - $(date +%s) )) s), seeds $SEEDS"
 pids=()
-for scheme in grpo magrpo; do
+for cell in $CELLS; do
+  cfg=${cell%%:*}
   for seed in $SEEDS; do
     timeout $(( run_end - $(date +%s) + 5 )) $PY -m baselines.experiments.heldout_training \
-      --config baselines/configs/helper_main_${scheme}_smollm2.yaml --seeds $seed --eval-episodes $EVAL \
-      --deadline $run_end --out "$WORK/$scheme/seed$seed" "${TRAIN[@]}" \
-      > "$WORK/$scheme.seed$seed.log" 2>&1 &
+      --config baselines/configs/$cfg.yaml --seeds $seed --eval-episodes $LEVAL \
+      --deadline $run_end --out "$WORK/$cfg/seed$seed" "${LTRAIN[@]}" \
+      > "$WORK/$cfg.seed$seed.log" 2>&1 &
     pids+=($!)
   done
 done
 collect() {
-  $PY -m baselines.experiments.gpu_learning --scheme grpo "$WORK/grpo" --scheme magrpo "$WORK/magrpo" \
-    --out "$OUT/gpu_learning.json"
+  local args=() cell
+  if [ "$LEARN" = short ]; then
+    for cell in $CELLS; do [ -d "$WORK/${cell%%:*}" ] && args+=(--cell "${cell%%:*}" "${cell##*:}" "$WORK/${cell%%:*}"); done
+    $PY -m baselines.experiments.cpu_learning "${args[@]}" --out "$OUT/gpu_learning_short.json"
+  else
+    for cell in $CELLS; do args+=(--scheme "${cell##*:}" "$WORK/${cell%%:*}"); done
+    $PY -m baselines.experiments.gpu_learning "${args[@]}" --out "$OUT/gpu_learning.json"
+  fi
 }
 while :; do  # results into $OUT as they appear: a timeout still returns them
   alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
@@ -104,10 +124,11 @@ done
 for f in "$WORK"/*.log; do echo "-- $f"; grep -E "held-out|seed|Error|error|no time" "$f" | grep -v Warning | tail -6; done
 echo "== (iv) collection, $(left) s left"
 collect
-for scheme in grpo magrpo; do
-  files=$(find "$WORK/$scheme" -name results.json 2>/dev/null)
-  [ -n "$files" ] && $PY -m baselines.experiments.heldout_training --combine $files --out "$WORK/combined_$scheme" \
-    > /dev/null 2>&1 && cp "$(find "$WORK/combined_$scheme" -name curves.png | head -1)" "$OUT/curves_$scheme.png"
+for cell in $CELLS; do
+  cfg=${cell%%:*}; name=${cfg%_smollm2}; [ "$LEARN" = short ] || name=${cell##*:}
+  files=$(find "$WORK/$cfg" -name results.json 2>/dev/null)
+  [ -n "$files" ] && $PY -m baselines.experiments.heldout_training --combine $files --out "$WORK/combined_$cfg" \
+    > /dev/null 2>&1 && cp "$(find "$WORK/combined_$cfg" -name curves.png | head -1)" "$OUT/curves_$name.png"
 done
 ls -la "$OUT"
 echo "done in $(( $(date +%s) - start )) s (budget $BUDGET s)"
