@@ -8,7 +8,8 @@
   even where AdamW's first step, ~lr * sign(g), would hide it), and the logged per-agent and
   per-set gradient norms. The LoRA run also recomputes pi_old and uses minibatches of 3 rows, so a
   rank often has no row of an agent and runs FSDP's weight-0 pass (11 AdamW steps: the weights then
-  agree to ~lr/25, the moments and norms to ~1e-6, see ``WEIGHT_ATOL``);
+  agree to ~lr/25, the moments and norms to ~1e-6, see ``WEIGHT_ATOL``; the fully fine-tuned
+  models' weights to lr, as float noise in ~eps gradients allows);
 - the models were sharded: rank 0 holds about half of the parameters and of the AdamW state;
 - a checkpoint written by 2 FSDP ranks is a full state dict: resumed by 2 ranks (relaunched with
   ``accelerate launch``) it gives the uninterrupted run's step 2 bit for bit, and a 1-process
@@ -46,7 +47,7 @@ BASE = ["scheme=dr_mas", "rollout.tasks_per_step=4", "rollout.group_size=4", "op
 EXTRA = {"shared": [], "separate": ["loss.kl_coef=0.05"],
          "lora": ["optim.recompute_old_logprobs=true", "optim.minibatch_size=3"]}
 
-WEIGHT_ATOL = {"shared": 1e-5, "separate": 1e-5, "lora": 1e-4}
+WEIGHT_ATOL = {"shared": 1e-3, "separate": 1e-3, "lora": 1e-4}  # lr 1e-3: see check_step_equals_one_process
 
 
 def overrides(sharing: str) -> list[str]:
@@ -83,8 +84,11 @@ def check_step_equals_one_process(run: Path, sharing: str, tmp_path: Path) -> No
         for name, value in tensors.items():
             # AdamW's step is ~lr * m / (sqrt(v) + eps): a gradient component of ~eps (an embedding row of a
             # token barely used; a LoRA A matrix while B is still ~0) turns float noise into up to ~lr.
-            # Seen: 7e-6 after one step, 4e-5 after lora's 11 minibatch steps (lr 1e-3); the moments below
-            # hold the gradients themselves and agree to ~3e-6
+            # Seen: 7e-6 after one step, 4e-5 after lora's 11 minibatch steps (lr 1e-3); since the scoring
+            # forward shares the prefix of the rows one pass holds (one process and a rank then add in different
+            # orders) up to 1.8e-4 after one step of a fully fine-tuned model, whose barely used embedding rows
+            # have ~eps gradients: a weight's first step is bounded by lr, its tolerance. The moments below hold
+            # the gradients themselves and agree to ~3e-6: they are the check a wrong reduction fails
             torch.testing.assert_close(ckpt["team"][policy][name], value, rtol=1e-5, atol=WEIGHT_ATOL[sharing],
                                        msg=(policy, name))
             moved = max(moved, float((value - before[policy][name]).abs().max()))

@@ -24,6 +24,9 @@ SIGNAL = "toy/signal_game_v0"
 class _View:
     """What a remote player has: its observation text, shaped for a task's scripted policy."""
 
+    message_words = None  # the default game: no code words, no private names (best_policy reads both)
+    listener_name: dict = {}
+
     def __init__(self, text: str) -> None:
         self.text = text
         self.unwrapped = self
