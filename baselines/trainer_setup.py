@@ -72,10 +72,10 @@ def build_team(config: TrainConfig, agents: list[str], texts: list[str], run_dir
     eos = config.model.mask_eos
     for slot, slot_agents in team.models_and_agents().items():
         if config.model.sharing == "lora":  # one adapter per agent: each agent may have its own mask
-            own = {a: mask_words(config, env, [a]) for a in slot_agents}
-            if len({tuple(w) if w else None for w in own.values()}) > 1:
+            words_of = {a: mask_words(config, env, [a]) for a in slot_agents}
+            if len({tuple(w) if w else None for w in words_of.values()}) > 1:
                 team.restrict_agent_vocabularies(slot, {a: word_token_ids(team.tokenizer(a), w, eos) if w else None
-                                                        for a, w in own.items()})
+                                                        for a, w in words_of.items()})
                 continue
         words = mask_words(config, env, slot_agents)
         if words:

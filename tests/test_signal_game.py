@@ -131,17 +131,6 @@ def test_message_words_random_play_is_near_chance():
     assert total / 600 == pytest.approx(0.25, abs=0.06)
 
 
-def test_message_words_pass_the_compliance_checks():
-    import dataclasses
-
-    import llm_marl_envs
-    from llm_marl_envs import testing
-
-    spec = llm_marl_envs.spec("toy/signal_game_v0")
-    spec = dataclasses.replace(spec, test_kwargs={**spec.test_kwargs, **CODE_GAME, "n_rounds": 2})
-    testing.check_env(spec, verbose=False)
-
-
 @pytest.mark.parametrize("bad", [(), ("two words",)])
 def test_bad_message_words_are_rejected(bad):
     with pytest.raises(ValueError, match="message_words"):
@@ -173,15 +162,19 @@ def test_listener_words_the_listener_answers_by_its_own_names():
     assert raw.action_words("speaker") == PRIVATE["words"]
 
 
-def test_listener_words_pass_the_compliance_checks_and_bad_ones_are_rejected():
+@pytest.mark.parametrize("variant", [CODE_GAME, PRIVATE], ids=["message_words", "listener_words"])
+def test_the_convention_games_pass_the_compliance_checks(variant):
     import dataclasses
 
     import llm_marl_envs
     from llm_marl_envs import testing
 
     spec = llm_marl_envs.spec("toy/signal_game_v0")
-    testing.check_env(dataclasses.replace(spec, test_kwargs={**spec.test_kwargs, **PRIVATE, "n_rounds": 2}),
+    testing.check_env(dataclasses.replace(spec, test_kwargs={**spec.test_kwargs, **variant, "n_rounds": 2}),
                       verbose=False)
+
+
+def test_bad_listener_words_are_rejected():
     for bad in (("north", "south"), ("north", "north", "east", "west"), ("a b", "c", "d", "e")):
         with pytest.raises(ValueError, match="listener_words"):
             signal_game_v0.raw_env(**{**PRIVATE, "listener_words": bad})

@@ -130,23 +130,25 @@ def measure(config_path: str, overrides: list[str], warmup: int, repeats: int) -
         for _ in range(warmup):
             trainer.train_step()
         clock = ForwardClock(inner_models(trainer))
-        clock.phase = "rollout"
-        t0 = time.perf_counter()
-        result = trainer.collect(trainer.next_tasks())
-        t1 = time.perf_counter()
-        table = result.table
-        adv = compute_advantages(table, config.scheme, config.advantage)
-        clock.phase = "update"
-        trainer.update(table, adv)
-        t2 = time.perf_counter()
-        clock.phase = "scoring"
-        shared, full = [], []
-        for _ in range(repeats):
-            s, lp_s, g_s = scoring_pass(trainer, table, share=True)
-            f, lp_f, g_f = scoring_pass(trainer, table, share=False)
-            shared.append(s)
-            full.append(f)
-        clock.remove()
+        try:
+            clock.phase = "rollout"
+            t0 = time.perf_counter()
+            result = trainer.collect(trainer.next_tasks())
+            t1 = time.perf_counter()
+            table = result.table
+            adv = compute_advantages(table, config.scheme, config.advantage)
+            clock.phase = "update"
+            trainer.update(table, adv)
+            t2 = time.perf_counter()
+            clock.phase = "scoring"
+            shared, full = [], []
+            for _ in range(repeats):
+                s, lp_s, g_s = scoring_pass(trainer, table, share=True)
+                f, lp_f, g_f = scoring_pass(trainer, table, share=False)
+                shared.append(s)
+                full.append(f)
+        finally:
+            clock.remove()  # the team decoder's own methods back
     lp_diff = max(float((a - b).abs().max()) for agent in lp_s for a, b in zip(lp_s[agent], lp_f[agent]) if len(a))
     grad_diff = max(float((a - b).norm() / b.norm().clamp(min=1e-12)) for a, b in zip(g_s, g_f))
     rollout_s, update_s = t1 - t0, t2 - t1

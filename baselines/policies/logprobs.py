@@ -97,16 +97,23 @@ def completion_logprobs(
             # differentiated, it keeps rows x tokens x vocabulary floats twice more for the backward pass
             src = logp_all if entropy_grad else logp_all.detach()
             entropy = -(src.exp() * src).sum(-1)
-        for j in range(len(chunk)):
-            for i in members[start + j]:
-                n = len(completion_ids[i])
-                if logp_all is None or not n:
-                    logps[i], ents[i] = torch.zeros(0, device=device), torch.zeros(0, device=device)
-                    continue
-                targets = torch.as_tensor(list(completion_ids[i]), dtype=torch.long, device=device)
-                logps[i] = logp_all[j, torch.arange(n, device=device), targets]
-                if entropy is not None:
-                    ents[i] = entropy[j, :n]
+        rows = [(i, j) for j in range(len(chunk)) for i in members[start + j] if len(completion_ids[i])]
+        for i in (i for j in range(len(chunk)) for i in members[start + j] if not len(completion_ids[i])):
+            logps[i], ents[i] = torch.zeros(0, device=device), torch.zeros(0, device=device)
+        if not rows:
+            continue
+        # every row's tokens from its context's log-probs, gathered at once (one host-to-device copy a chunk)
+        width = logp_all.shape[1]
+        targets = torch.tensor([[*completion_ids[i], *[0] * (width - len(completion_ids[i]))] for i, _ in rows],
+                               dtype=torch.long).to(device)
+        context = torch.tensor([j for _, j in rows], dtype=torch.long).to(device)
+        token_logp = logp_all[context[:, None], torch.arange(width, device=device)[None, :], targets]
+        row_entropy = entropy[context] if entropy is not None else None
+        for k, (i, _) in enumerate(rows):
+            n = len(completion_ids[i])
+            logps[i] = token_logp[k, :n]
+            if row_entropy is not None:
+                ents[i] = row_entropy[k, :n]
     return logps, (ents if with_entropy else None)
 
 

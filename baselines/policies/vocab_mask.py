@@ -42,13 +42,10 @@ def restrict_vocabulary(model: nn.Module, allowed_ids: Iterable[int]) -> Removab
     """Mask every output token of ``model`` except ``allowed_ids``; returns the hook handle."""
     head = model.get_output_embeddings()
     bias = _mask_bias(head, allowed_ids)
-    placed: dict[tuple, torch.Tensor] = {}  # the bias on each (device, dtype) it was asked for, made once
+    placed: dict[tuple, torch.Tensor] = {}
 
     def add_mask(module: nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor:
-        key = (output.device, output.dtype)
-        if key not in placed:  # a host-to-device copy: never inside a CUDA graph capture (warm-ups run first)
-            placed[key] = bias.to(device=output.device, dtype=output.dtype)
-        return output + placed[key]
+        return output + _placed(placed, None, bias, output)
 
     return head.register_forward_hook(add_mask)
 
@@ -60,21 +57,26 @@ def restrict_vocabulary_by_adapter(
     not named: no mask). A forward with several active adapters is an error."""
     head = peft_model.get_output_embeddings()
     biases = {name: None if ids is None else _mask_bias(head, ids) for name, ids in allowed_ids.items()}
-    placed: dict[tuple, torch.Tensor] = {}  # each adapter's bias on each (device, dtype), made once
+    placed: dict[tuple, torch.Tensor] = {}
 
     def add_mask(module: nn.Module, inputs: tuple, output: torch.Tensor) -> torch.Tensor:
         active = peft_model.active_adapter
         if not isinstance(active, str):
             raise RuntimeError(f"per-adapter vocabulary masks need one active adapter, got {active!r}")
         bias = biases.get(active)
-        if bias is None:
-            return output
-        key = (active, output.device, output.dtype)
-        if key not in placed:  # a host-to-device copy: never inside a CUDA graph capture (warm-ups run first)
-            placed[key] = bias.to(device=output.device, dtype=output.dtype)
-        return output + placed[key]
+        return output if bias is None else output + _placed(placed, active, bias, output)
 
     return head.register_forward_hook(add_mask)
+
+
+def _placed(placed: dict[tuple, torch.Tensor], name: str | None, bias: torch.Tensor,
+            output: torch.Tensor) -> torch.Tensor:
+    """``bias`` on ``output``'s device and dtype, copied there once per (name, device, dtype) and kept in
+    ``placed``: a host-to-device copy, never inside a CUDA graph capture (the warm-ups run first)."""
+    key = (name, output.device, output.dtype)
+    if key not in placed:
+        placed[key] = bias.to(device=output.device, dtype=output.dtype)
+    return placed[key]
 
 
 def _mask_bias(head: nn.Module, allowed_ids: Iterable[int]) -> torch.Tensor:
